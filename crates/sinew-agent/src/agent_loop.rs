@@ -1,0 +1,732 @@
+//! The agent loop: prompt → model → tools → model … until the model is done.
+//!
+//! # Abort policy
+//! Whatever ends a run (completion, abort, failure, a limit, a hook, a suspension), `AgentEnd` is
+//! its last event, and the history it leaves is valid to send to any provider: an assistant
+//! message with tool calls enters the history only together with one result per call. Calls that
+//! never ran get an error result saying why.
+
+use std::mem;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use sinew_core::{
+    AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
+    ExecutionTracker, FilterResult, Message, PendingKind, ProviderError, StopReason, StreamEvent, StreamRequest,
+    ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
+};
+use tracing::Instrument;
+
+use crate::approval::{Decisions, PendingToolCall, Suspension, ToolDecision};
+use crate::config::{AgentContext, AgentLoopConfig, InstructionContext};
+use crate::emit::{Emitter, EventSender};
+use crate::error::{Error, Result};
+use crate::execution::{PlannedCall, execute_tool_calls, take_steering};
+
+/// The result text of tool calls in a model response that failed or was aborted.
+pub const NOT_EXECUTED: &str = "Tool call was not executed: the model response did not complete.";
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopOutcome {
+    pub loop_id: String,
+    pub reason: EndReason,
+    /// The messages the run appended to the history.
+    pub messages: Vec<AgentMessage>,
+    /// Usage of every model call of the run.
+    pub usage: Usage,
+    /// The failed model call's error, when `reason` is `Failed`.
+    pub error: Option<String>,
+    /// What the run waits for, when `reason` is `Suspended`.
+    pub suspension: Option<Suspension>,
+}
+
+impl LoopOutcome {
+    /// The text of the last assistant message of the run.
+    pub fn final_text(&self) -> Option<String> {
+        self.messages.iter().rev().find_map(AgentMessage::as_assistant).map(AssistantMessage::text)
+    }
+}
+
+pub(crate) enum Entry {
+    Prompt(Vec<AgentMessage>),
+    Continue,
+    Resume(Suspension, Vec<Option<ToolDecision>>),
+}
+
+/// Runs a new prompt against `context`.
+///
+/// Generates `agent_id`, `session_id` and `loop_id` when they are `None` and writes them back, so
+/// a later [`agent_loop_continue`] on the same context reuses them.
+pub async fn agent_loop(
+    prompts: Vec<AgentMessage>,
+    context: &mut AgentContext,
+    config: &AgentLoopConfig,
+    tx: &EventSender,
+    cancel: &CancellationToken,
+) -> LoopOutcome {
+    context.agent_id.get_or_insert_with(new_id);
+    let session_id = context.session_id.get_or_insert_with(new_id);
+    if context.loop_id.is_none() {
+        context.loop_id = Some(format!("{session_id}.{}.1", config.config_segment()));
+    }
+    run(context, config, tx, cancel, Entry::Prompt(prompts)).await
+}
+
+/// Continues `context` without a new prompt: the model answers the history as it stands.
+///
+/// The context must carry `agent_id`, `session_id` and `loop_id`, be non-empty, and not end with
+/// an assistant message.
+pub async fn agent_loop_continue(
+    context: &mut AgentContext,
+    config: &AgentLoopConfig,
+    tx: &EventSender,
+    cancel: &CancellationToken,
+) -> Result<LoopOutcome> {
+    check_identity(context)?;
+    check_continuable(&context.messages)?;
+    Ok(run(context, config, tx, cancel, Entry::Continue).await)
+}
+
+/// A history can be continued when it is non-empty and does not end with the model's answer.
+pub(crate) fn check_continuable(messages: &[AgentMessage]) -> Result<()> {
+    match messages.last() {
+        None => Err(Error::InvalidContext("the context has no messages".into())),
+        Some(m) if m.as_assistant().is_some() => {
+            Err(Error::InvalidContext("the last message is from the assistant; add a prompt".into()))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Resumes a suspended run: applies `decisions` to the pending calls, runs what was approved,
+/// and lets the model continue.
+pub async fn agent_loop_resume(
+    context: &mut AgentContext,
+    config: &AgentLoopConfig,
+    suspension: Suspension,
+    decisions: Decisions,
+    tx: &EventSender,
+    cancel: &CancellationToken,
+) -> Result<LoopOutcome> {
+    check_identity(context)?;
+    let plan = decisions.plan(&suspension)?;
+    Ok(run(context, config, tx, cancel, Entry::Resume(suspension, plan)).await)
+}
+
+fn check_identity(context: &AgentContext) -> Result<()> {
+    let missing =
+        |field: &str| Error::InvalidContext(format!("agent_loop_continue requires context.{field} to be set"));
+    context.agent_id.as_ref().ok_or_else(|| missing("agent_id"))?;
+    context.session_id.as_ref().ok_or_else(|| missing("session_id"))?;
+    context.loop_id.as_ref().ok_or_else(|| missing("loop_id"))?;
+    Ok(())
+}
+
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+pub(crate) async fn run(
+    context: &mut AgentContext,
+    config: &AgentLoopConfig,
+    tx: &EventSender,
+    cancel: &CancellationToken,
+    entry: Entry,
+) -> LoopOutcome {
+    let loop_id: Arc<str> = context.loop_id.as_deref().unwrap_or_default().into();
+    let emitter = Emitter::new(tx.clone(), config.hooks.on_event.clone(), Arc::clone(&loop_id));
+    let mut run = Run {
+        config,
+        emitter,
+        cancel,
+        tools: context.tools.iter().map(|t| t.definition()).collect(),
+        new_messages: Vec::new(),
+        usage: Usage::default(),
+        tracker: config.execution_limits.map(ExecutionTracker::new),
+        turn: 0,
+        error: None,
+        suspension: None,
+        overflow_recovered: false,
+        force_compaction: false,
+    };
+
+    if let Some(before_loop) = &config.hooks.before_loop
+        && !before_loop(context)
+    {
+        return run.finish(EndReason::Stopped);
+    }
+    run.emitter.emit(AgentEvent::AgentStart {
+        agent_id: context.agent_id.as_deref().unwrap_or_default().into(),
+        session_id: context.session_id.as_deref().unwrap_or_default().into(),
+        loop_id: Arc::clone(&loop_id),
+        parent_loop_id: context.parent_loop_id.clone(),
+        continuation_kind: context.continuation_kind.clone(),
+    });
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.id = context.agent_id.as_deref().unwrap_or_default(),
+        gen_ai.conversation.id = context.session_id.as_deref().unwrap_or_default(),
+        gen_ai.provider.name = config.provider.provider_id(),
+        gen_ai.request.model = %config.model,
+        sinew.loop_id = %loop_id,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+    );
+    let reason = async {
+        let first_trigger = match (&entry, &context.continuation_kind) {
+            (Entry::Resume(..), _) | (_, Some(ContinuationKind::Default | ContinuationKind::Rerun { .. })) => {
+                TurnTrigger::Continuation
+            }
+            (_, Some(ContinuationKind::Branch { .. })) => TurnTrigger::Branch,
+            (_, None) => config.first_turn_trigger,
+        };
+        match entry {
+            Entry::Prompt(prompts) => match run.filter_input(prompts) {
+                Ok(prompts) => run.turns(context, prompts, None, first_trigger).await,
+                Err(reason) => {
+                    run.emitter.emit(AgentEvent::InputRejected { loop_id: run.emitter.loop_id(), reason });
+                    EndReason::Rejected
+                }
+            },
+            Entry::Continue => run.turns(context, Vec::new(), None, first_trigger).await,
+            Entry::Resume(suspension, plan) => {
+                run.turns(context, Vec::new(), Some((suspension, plan)), first_trigger).await
+            }
+        }
+    }
+    .instrument(span.clone())
+    .await;
+    span.record("gen_ai.usage.input_tokens", run.usage.input + run.usage.cache_read + run.usage.cache_write);
+    span.record("gen_ai.usage.output_tokens", run.usage.output);
+    run.finish(reason)
+}
+
+/// The state of one run.
+struct Run<'a> {
+    config: &'a AgentLoopConfig,
+    emitter: Emitter,
+    cancel: &'a CancellationToken,
+    tools: Vec<ToolDefinition>,
+    new_messages: Vec<AgentMessage>,
+    usage: Usage,
+    tracker: Option<ExecutionTracker>,
+    turn: usize,
+    error: Option<String>,
+    suspension: Option<Suspension>,
+    overflow_recovered: bool,
+    force_compaction: bool,
+}
+
+impl Run<'_> {
+    fn finish(self, reason: EndReason) -> LoopOutcome {
+        self.emitter.emit(AgentEvent::AgentEnd {
+            loop_id: self.emitter.loop_id(),
+            messages: self.new_messages.clone(),
+            reason,
+        });
+        if let Some(after_loop) = &self.config.hooks.after_loop {
+            after_loop(&self.new_messages, &self.usage);
+        }
+        LoopOutcome {
+            loop_id: self.emitter.loop_id.to_string(),
+            reason,
+            messages: self.new_messages,
+            usage: self.usage,
+            error: self.error,
+            suspension: self.suspension,
+        }
+    }
+
+    /// Runs the input filters over the prompts' user text. `Err` carries the rejection reason.
+    fn filter_input(&self, mut prompts: Vec<AgentMessage>) -> Result<Vec<AgentMessage>, String> {
+        if self.config.input_filters.is_empty() {
+            return Ok(prompts);
+        }
+        let text = prompts
+            .iter()
+            .filter_map(|m| match m {
+                AgentMessage::Llm(Message::User(u)) => Some(sinew_core::content::join_text(&u.content, "\n")),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut warnings = Vec::new();
+        for filter in &self.config.input_filters {
+            match filter.filter(&text) {
+                FilterResult::Pass => {}
+                FilterResult::Warn(w) => warnings.push(w),
+                FilterResult::Reject(reason) => return Err(reason),
+            }
+        }
+        if !warnings.is_empty() {
+            let last_user = prompts.iter_mut().rev().find_map(|m| match m {
+                AgentMessage::Llm(Message::User(u)) => Some(u),
+                _ => None,
+            });
+            if let Some(user) = last_user {
+                user.content.extend(warnings.into_iter().map(|w| sinew_core::Content::text(format!("[Warning: {w}]"))));
+            }
+        }
+        Ok(prompts)
+    }
+
+    fn append(&mut self, context: &mut AgentContext, message: AgentMessage) {
+        context.messages.push(message.clone());
+        self.new_messages.push(message);
+    }
+
+    fn emit_message(&self, message: &AgentMessage) {
+        let loop_id = self.emitter.loop_id();
+        self.emitter.emit(AgentEvent::MessageStart { loop_id: Arc::clone(&loop_id), message: message.clone() });
+        self.emitter.emit(AgentEvent::MessageEnd { loop_id, message: message.clone() });
+    }
+
+    /// Appends tool results in call order, announcing each.
+    fn append_results(&mut self, context: &mut AgentContext, results: &[ToolResultMessage]) {
+        for result in results {
+            let message = AgentMessage::from(result.clone());
+            self.emit_message(&message);
+            self.append(context, message);
+        }
+    }
+
+    fn end_turn(&mut self, context: &AgentContext, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
+        let tokens = message.usage.total_tokens.max(message.usage.input + message.usage.output);
+        self.emitter.emit(AgentEvent::TurnEnd {
+            loop_id: self.emitter.loop_id(),
+            turn: self.turn,
+            message,
+            tool_results,
+        });
+        if let Some(after_turn) = &self.config.hooks.after_turn {
+            after_turn(&context.messages, &self.usage);
+        }
+        if let Some(tracker) = &mut self.tracker {
+            tracker.record_turn(tokens);
+        }
+    }
+
+    async fn turns(
+        &mut self,
+        context: &mut AgentContext,
+        prompts: Vec<AgentMessage>,
+        mut resume: Option<(Suspension, Vec<Option<ToolDecision>>)>,
+        first_trigger: TurnTrigger,
+    ) -> EndReason {
+        let mut pending = prompts;
+        pending.extend(take_steering(self.config));
+        let mut trigger = first_trigger;
+        loop {
+            let mut more_tool_calls = true;
+            while more_tool_calls || !pending.is_empty() {
+                if let Some(reason) = self.tracker.as_ref().and_then(ExecutionTracker::check_limits) {
+                    pending.push(AgentMessage::user(format!("[Agent stopped: {reason}]")));
+                    for message in mem::take(&mut pending) {
+                        self.emit_message(&message);
+                        self.append(context, message);
+                    }
+                    if let Some((suspension, _)) = resume.take() {
+                        self.abandon(
+                            context,
+                            suspension,
+                            "Tool call was not executed: an execution limit was reached.",
+                        );
+                    }
+                    return EndReason::LimitReached;
+                }
+                let injected = pending.len();
+                for message in mem::take(&mut pending) {
+                    self.append(context, message);
+                }
+                if self.cancel.is_cancelled() {
+                    if let Some((suspension, _)) = resume.take() {
+                        self.abandon(context, suspension, crate::execution::ABORTED);
+                    }
+                    return EndReason::Aborted;
+                }
+                self.turn += 1;
+                if let Some(before_turn) = &self.config.hooks.before_turn
+                    && !before_turn(&context.messages, self.turn)
+                {
+                    if let Some((suspension, _)) = resume.take() {
+                        self.abandon(context, suspension, "Tool call was not executed: the run was stopped.");
+                    }
+                    return EndReason::Stopped;
+                }
+                self.emitter.emit(AgentEvent::TurnStart {
+                    loop_id: self.emitter.loop_id(),
+                    turn: self.turn,
+                    triggered_by: mem::replace(&mut trigger, TurnTrigger::Continuation),
+                });
+                for message in &context.messages[context.messages.len() - injected..] {
+                    self.emit_message(message);
+                }
+
+                let (assistant, calls) = match resume.take() {
+                    Some((suspension, plan)) => {
+                        let calls = suspension
+                            .calls
+                            .into_iter()
+                            .zip(plan)
+                            .map(|(c, decision)| PlannedCall {
+                                id: c.tool_call_id,
+                                name: c.tool_name,
+                                arguments: c.arguments,
+                                decision,
+                            })
+                            .collect();
+                        (suspension.assistant, calls)
+                    }
+                    None => {
+                        let assistant = self.model_turn(context).await;
+                        if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) {
+                            match self.failed_turn(context, assistant) {
+                                Some(end) => return end,
+                                None => {
+                                    // Overflow recovery: compact and ask again.
+                                    more_tool_calls = true;
+                                    continue;
+                                }
+                            }
+                        }
+                        let calls: Vec<PlannedCall> = assistant
+                            .tool_calls()
+                            .map(|c| PlannedCall {
+                                id: c.id.to_owned(),
+                                name: c.name.to_owned(),
+                                arguments: c.arguments.clone(),
+                                decision: None,
+                            })
+                            .collect();
+                        if let Some(suspension) = self.suspension_for(&context.tools, &assistant, &calls) {
+                            self.suspend(context, assistant, suspension);
+                            return EndReason::Suspended;
+                        }
+                        (assistant, calls)
+                    }
+                };
+
+                more_tool_calls = !calls.is_empty();
+                let (results, steering) = if calls.is_empty() {
+                    (Vec::new(), take_steering(self.config))
+                } else {
+                    let batch =
+                        execute_tool_calls(&context.tools, self.config, &self.emitter, self.cancel, calls).await;
+                    let steering = if batch.steering.is_empty() { take_steering(self.config) } else { batch.steering };
+                    (batch.results, steering)
+                };
+                // The assistant message and its results enter the history together.
+                self.append(context, AgentMessage::from(assistant.clone()));
+                self.append_results(context, &results);
+                self.end_turn(context, assistant, results);
+                pending = steering;
+            }
+            let follow_ups = self.config.get_follow_up_messages.as_ref().map(|f| f()).unwrap_or_default();
+            if follow_ups.is_empty() {
+                return EndReason::Completed;
+            }
+            pending = follow_ups;
+        }
+    }
+
+    /// Ends a turn whose model call failed or was aborted. Returns the run's end, or `None` when
+    /// the failure was a context overflow that compaction may fix and the run goes on.
+    fn failed_turn(&mut self, context: &mut AgentContext, assistant: AssistantMessage) -> Option<EndReason> {
+        let results: Vec<ToolResultMessage> =
+            assistant.tool_calls().map(|c| ToolResultMessage::error(c.id, c.name, NOT_EXECUTED)).collect();
+        let aborted = assistant.stop_reason == StopReason::Aborted;
+        let error = assistant.error_message.clone().unwrap_or_else(|| "model call failed".to_owned());
+        let overflow = assistant.is_context_overflow();
+        self.append(context, AgentMessage::from(assistant.clone()));
+        self.append_results(context, &results);
+        if !aborted && let Some(on_error) = &self.config.hooks.on_error {
+            on_error(&error);
+        }
+        self.end_turn(context, assistant, results);
+        if aborted {
+            return Some(EndReason::Aborted);
+        }
+        let can_compact = self.config.context_config.is_some() && self.config.compaction_strategy.is_some();
+        if overflow && can_compact && !self.overflow_recovered && !self.cancel.is_cancelled() {
+            tracing::warn!(error = %error, "context overflow; compacting before the next turn");
+            // Compact and ask again; the failed message stays in the history (request builders
+            // skip failed assistant messages without content).
+            self.overflow_recovered = true;
+            self.force_compaction = true;
+            return None;
+        }
+        self.error = Some(error);
+        Some(EndReason::Failed)
+    }
+
+    fn suspension_for(
+        &self,
+        tools: &[Arc<dyn AgentTool>],
+        assistant: &AssistantMessage,
+        calls: &[PlannedCall],
+    ) -> Option<Suspension> {
+        if calls.is_empty() {
+            return None;
+        }
+        let kinds: Vec<PendingKind> = calls
+            .iter()
+            .map(|call| {
+                let call_ref = sinew_core::ToolCallRef { id: &call.id, name: &call.name, arguments: &call.arguments };
+                if self.config.pause_on_tool_calls {
+                    PendingKind::ClientSide
+                } else if self.config.approval_policy.as_ref().is_some_and(|policy| policy(call_ref))
+                    || tools.iter().any(|t| t.name() == call.name && t.requires_approval(&call.arguments))
+                {
+                    PendingKind::Approval
+                } else {
+                    PendingKind::Ready
+                }
+            })
+            .collect();
+        if kinds.iter().all(|k| *k == PendingKind::Ready) {
+            return None;
+        }
+        Some(Suspension {
+            loop_id: self.emitter.loop_id.to_string(),
+            assistant: assistant.clone(),
+            calls: calls
+                .iter()
+                .zip(kinds)
+                .map(|(c, kind)| PendingToolCall {
+                    tool_call_id: c.id.clone(),
+                    tool_name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    kind,
+                })
+                .collect(),
+        })
+    }
+
+    fn suspend(&mut self, context: &AgentContext, assistant: AssistantMessage, suspension: Suspension) {
+        for call in suspension.waiting() {
+            self.emitter.emit(AgentEvent::ToolApprovalRequest {
+                loop_id: self.emitter.loop_id(),
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                args: call.arguments.clone(),
+                kind: call.kind,
+            });
+        }
+        self.end_turn(context, assistant, Vec::new());
+        self.suspension = Some(suspension);
+    }
+
+    fn abandon(&mut self, context: &mut AgentContext, suspension: Suspension, why: &str) {
+        for message in suspension.abandon(why) {
+            self.emit_message(&message);
+            self.append(context, message);
+        }
+    }
+
+    /// Compacts if configured, asks the model, and accounts for its usage.
+    async fn model_turn(&mut self, context: &mut AgentContext) -> AssistantMessage {
+        self.compact(context).await;
+        let system_prompt = match &self.config.instruction_provider {
+            Some(provider) => {
+                let ctx = InstructionContext {
+                    messages: &context.messages,
+                    turn: self.turn,
+                    agent_id: context.agent_id.as_deref().unwrap_or_default(),
+                    session_id: context.session_id.as_deref().unwrap_or_default(),
+                    loop_id: &self.emitter.loop_id,
+                };
+                provider.instruction(ctx).await
+            }
+            None => context.system_prompt.clone(),
+        };
+        let message = self.stream_assistant_response(context, &system_prompt).await;
+        self.usage.add(&message.usage);
+        message
+    }
+
+    async fn compact(&mut self, context: &mut AgentContext) {
+        let (Some(context_config), Some(strategy)) = (&self.config.context_config, &self.config.compaction_strategy)
+        else {
+            return;
+        };
+        let mut budget = context_config.clone();
+        if mem::take(&mut self.force_compaction) {
+            // The provider said the prompt overflowed although our estimate may disagree: aim for
+            // three quarters of what was sent.
+            let counter = &budget.token_counter;
+            let estimate: usize = context
+                .messages
+                .iter()
+                .filter_map(AgentMessage::as_llm)
+                .flat_map(Message::content)
+                .filter_map(sinew_core::Content::as_text)
+                .map(|text| counter.count(text))
+                .sum();
+            budget.max_context_tokens = budget.max_context_tokens.min(estimate * 3 / 4 + budget.system_prompt_tokens);
+        }
+        // Compact a copy: if the run is dropped while the strategy works, the history is intact.
+        context.messages = strategy.compact(context.messages.clone(), &budget).await;
+    }
+
+    /// One model call, with retries for transient failures before anything was streamed.
+    async fn stream_assistant_response(&mut self, context: &AgentContext, system_prompt: &str) -> AssistantMessage {
+        let config = self.config;
+        let transformed;
+        let source: &[AgentMessage] = match &config.hooks.transform_context {
+            Some(transform) => {
+                transformed = transform(&context.messages);
+                &transformed
+            }
+            None => &context.messages,
+        };
+        let converted;
+        let messages: Vec<&Message> = match &config.hooks.convert_to_llm {
+            Some(convert) => {
+                converted = convert(source);
+                converted.iter().collect()
+            }
+            None => source.iter().filter_map(AgentMessage::as_llm).collect(),
+        };
+        let request = StreamRequest {
+            model: &config.model,
+            system_prompt,
+            messages: &messages,
+            tools: &self.tools,
+            thinking_level: config.thinking_level,
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            cache_config: config.cache_config,
+        };
+        let provider_id = config.provider.provider_id();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = format!("chat {}", config.model),
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = provider_id,
+            gen_ai.request.model = %config.model,
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.r#type = tracing::field::Empty,
+        );
+        let message = self.call_with_retry(&request).instrument(span.clone()).await;
+        span.record("gen_ai.response.model", message.model.as_str());
+        span.record("gen_ai.response.finish_reasons", tracing::field::debug(message.stop_reason));
+        span.record(
+            "gen_ai.usage.input_tokens",
+            message.usage.input + message.usage.cache_read + message.usage.cache_write,
+        );
+        span.record("gen_ai.usage.output_tokens", message.usage.output);
+        if message.stop_reason == StopReason::Error {
+            span.record("error.type", "provider_error");
+        }
+        message
+    }
+
+    async fn call_with_retry(&self, request: &StreamRequest<'_>) -> AssistantMessage {
+        let config = self.config;
+        let mut started = false;
+        let mut attempt = 0;
+        loop {
+            let mut stream = config.provider.stream(request, self.cancel.child_token());
+            let mut streamed = false;
+            let terminal = loop {
+                let event = tokio::select! {
+                    biased;
+                    event = stream.next() => event,
+                    () = self.cancel.cancelled() => {
+                        // Give the provider its chance to end with its partial message.
+                        match stream.next().now_or_never() {
+                            Some(event) => event,
+                            None => Some(StreamEvent::Error {
+                                error: ProviderError::Cancelled,
+                                partial: AssistantMessage::new(config.provider.provider_id(), request.model),
+                            }),
+                        }
+                    }
+                };
+                match event {
+                    Some(StreamEvent::Start) => self.start_message(&mut started, request),
+                    Some(StreamEvent::Delta(delta)) => {
+                        self.start_message(&mut started, request);
+                        streamed = true;
+                        self.emitter.emit(AgentEvent::MessageUpdate { loop_id: self.emitter.loop_id(), delta });
+                    }
+                    Some(StreamEvent::Done(message)) => break Ok(message),
+                    Some(StreamEvent::Error { error, partial }) => break Err((error, partial)),
+                    Some(_) => {}
+                    None => {
+                        break Err((
+                            ProviderError::Protocol("the provider stream ended without a final message".into()),
+                            AssistantMessage::new(config.provider.provider_id(), request.model),
+                        ));
+                    }
+                }
+            };
+            let message = match terminal {
+                Ok(message) => message,
+                Err((error, partial)) => {
+                    let retry = error.is_retryable()
+                        && !streamed
+                        && attempt < config.retry_config.max_retries
+                        && !self.cancel.is_cancelled();
+                    if retry {
+                        attempt += 1;
+                        let delay =
+                            error.retry_after().unwrap_or_else(|| delay_for_attempt(&config.retry_config, attempt));
+                        if self.wait_before_retry(attempt, delay, &error).await {
+                            continue;
+                        }
+                        failed_message(partial, ProviderError::Cancelled)
+                    } else {
+                        failed_message(partial, error)
+                    }
+                }
+            };
+            self.start_message(&mut started, request);
+            self.emitter
+                .emit(AgentEvent::MessageEnd { loop_id: self.emitter.loop_id(), message: message.clone().into() });
+            return message;
+        }
+    }
+
+    fn start_message(&self, started: &mut bool, request: &StreamRequest<'_>) {
+        if !mem::replace(started, true) {
+            let empty = AssistantMessage::new(self.config.provider.provider_id(), request.model);
+            self.emitter.emit(AgentEvent::MessageStart { loop_id: self.emitter.loop_id(), message: empty.into() });
+        }
+    }
+
+    /// Logs and announces a retry, then sleeps. `false` when cancelled while waiting.
+    async fn wait_before_retry(&self, attempt: u32, delay: Duration, error: &ProviderError) -> bool {
+        let max_retries = self.config.retry_config.max_retries;
+        let delay_ms = delay.as_millis() as u64;
+        tracing::warn!(attempt, max_retries, delay_ms, error = %error, "retrying model call");
+        self.emitter.emit(AgentEvent::ProviderRetry {
+            loop_id: self.emitter.loop_id(),
+            attempt,
+            max_retries,
+            delay_ms,
+            error: error.to_string(),
+        });
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => false,
+            () = tokio::time::sleep(delay) => true,
+        }
+    }
+}
+
+/// `partial` marked as failed by `error`: `Aborted` for cancellation, `Error` otherwise.
+fn failed_message(mut partial: AssistantMessage, error: ProviderError) -> AssistantMessage {
+    partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
+    if partial.error_message.is_none() {
+        partial.error_message = Some(error.to_string());
+    }
+    partial
+}

@@ -1,0 +1,34 @@
+//! Test kit for sinew agents.
+//!
+//! - [`MockProvider`]: a scripted model that streams like a real provider (text and thinking
+//!   deltas, tool calls, errors before or during the stream, delays, hanging until cancelled)
+//!   and records the requests it got.
+//! - [`EchoTool`] and [`FnTool`]: tools for tests.
+//! - [`assert_history_valid`], [`assert_subsequence`], [`shape`], [`streamed_text`]: assertions.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use futures::StreamExt;
+//! use sinew_core::{Message, StreamEvent, StreamProvider, StreamRequest};
+//! use sinew_testing::{MockProvider, MockResponse};
+//!
+//! let mock = MockProvider::new([MockResponse::new().text_delta("Hel").text_delta("lo")]);
+//! let prompt = Message::user("hi");
+//! let messages = [&prompt];
+//! let events: Vec<StreamEvent> =
+//!     mock.stream(&StreamRequest::new("m", "", &messages), Default::default()).collect().await;
+//! assert!(matches!(events.last(), Some(StreamEvent::Done(m)) if m.text() == "Hello"));
+//! assert_eq!(mock.requests()[0].messages, vec![prompt]);
+//! # });
+//! ```
+//!
+//! ## Feature flags
+//! None.
+
+mod assert;
+mod mock;
+mod tools;
+
+pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
+pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
+pub use tools::{EchoTool, FnTool};
