@@ -1,0 +1,205 @@
+//! Hooks fire where and in the order documented (REQ-091…093, REQ-182…185).
+
+use std::sync::Arc;
+
+use serde_json::json;
+use sinew_agent::{Hooks, SKIPPED_BY_HOOK};
+use sinew_core::*;
+use sinew_testing::{EchoTool, FnTool, MockResponse, assert_history_valid};
+
+use crate::{Log, agent, tool_result_texts};
+
+/// Every hook, each writing its name (and the observer writing each event) into one log.
+fn logging_hooks(log: &Log) -> Hooks {
+    let l = log.clone();
+    let before_loop = Arc::new(move |_: &sinew_agent::AgentContext| {
+        l.push("before_loop");
+        true
+    });
+    let l = log.clone();
+    let after_loop = Arc::new(move |_: &[AgentMessage], _: &Usage| l.push("after_loop"));
+    let l = log.clone();
+    let before_turn = Arc::new(move |_: &[AgentMessage], turn: usize| {
+        l.push(format!("before_turn {turn}"));
+        true
+    });
+    let l = log.clone();
+    let after_turn = Arc::new(move |_: &[AgentMessage], _: &Usage| l.push("after_turn"));
+    let l = log.clone();
+    let before_tool = Arc::new(move |call: ToolCallRef<'_>| {
+        l.push(format!("before_tool {}", call.id));
+        true
+    });
+    let l = log.clone();
+    let after_tool =
+        Arc::new(move |call: ToolCallRef<'_>, _: &ToolResult, _: bool| l.push(format!("after_tool {}", call.id)));
+    let l = log.clone();
+    let before_update = Arc::new(move |id: &str, _: &str, _: &ToolResult| {
+        l.push(format!("before_update {id}"));
+        true
+    });
+    let l = log.clone();
+    let after_update = Arc::new(move |id: &str, _: &str, _: &ToolResult| l.push(format!("after_update {id}")));
+    let l = log.clone();
+    let on_event = Arc::new(move |event: &AgentEvent| match event {
+        AgentEvent::ToolExecutionStart { tool_call_id, .. }
+        | AgentEvent::ToolExecutionUpdate { tool_call_id, .. }
+        | AgentEvent::ToolExecutionEnd { tool_call_id, .. } => l.push(format!("{} {tool_call_id}", event.kind())),
+        AgentEvent::TurnStart { turn, .. } => l.push(format!("turn_start {turn}")),
+        AgentEvent::MessageUpdate { .. } | AgentEvent::MessageStart { .. } | AgentEvent::MessageEnd { .. } => {}
+        other => l.push(other.kind()),
+    });
+    Hooks {
+        before_loop: Some(before_loop),
+        after_loop: Some(after_loop),
+        before_turn: Some(before_turn),
+        after_turn: Some(after_turn),
+        before_tool_execution: Some(before_tool),
+        after_tool_execution: Some(after_tool),
+        before_tool_execution_update: Some(before_update),
+        after_tool_execution_update: Some(after_update),
+        on_event: Some(on_event),
+        ..Hooks::default()
+    }
+}
+
+fn updating_tool() -> FnTool {
+    FnTool::new("work", |_args, ctx: ToolContext| async move {
+        ctx.update(ToolResult::text("half"));
+        Ok(ToolResult::text("done"))
+    })
+}
+
+#[tokio::test]
+async fn hooks_and_events_fire_in_the_documented_order() {
+    let log = Log::default();
+    let (agent, _) = agent([
+        MockResponse::new().tool_call("a", "work", json!({})).tool_call("b", "work", json!({})),
+        MockResponse::new().tool_call("c", "work", json!({})),
+        MockResponse::text("done"),
+    ]);
+    let mut agent =
+        agent.with_tool(updating_tool()).with_tool_execution(ToolExecution::Sequential).with_hooks(logging_hooks(&log));
+    agent.prompt("go").finish().await;
+    let tool = |id: &str| {
+        vec![
+            format!("before_tool {id}"),
+            format!("tool_execution_start {id}"),
+            format!("before_update {id}"),
+            format!("tool_execution_update {id}"),
+            format!("after_update {id}"),
+            format!("tool_execution_end {id}"),
+            format!("after_tool {id}"),
+        ]
+    };
+    let mut expected: Vec<String> = vec!["before_loop".into(), "agent_start".into()];
+    expected.extend(["before_turn 1".into(), "turn_start 1".into()]);
+    expected.extend(tool("a"));
+    expected.extend(tool("b"));
+    expected.extend(["turn_end".into(), "after_turn".into(), "before_turn 2".into(), "turn_start 2".into()]);
+    expected.extend(tool("c"));
+    expected.extend(["turn_end".into(), "after_turn".into(), "before_turn 3".into(), "turn_start 3".into()]);
+    expected.extend(["turn_end".into(), "after_turn".into(), "agent_end".into(), "after_loop".into()]);
+    assert_eq!(log.entries(), expected);
+}
+
+#[tokio::test]
+async fn before_loop_false_ends_the_run_before_agent_start() {
+    let (agent, mock) = agent([MockResponse::text("never")]);
+    let log = Log::default();
+    let l = log.clone();
+    let hooks = Hooks {
+        before_loop: Some(Arc::new(|_: &sinew_agent::AgentContext| false)),
+        after_loop: Some(Arc::new(move |messages: &[AgentMessage], _: &Usage| {
+            l.push(format!("after_loop {}", messages.len()))
+        })),
+        ..Hooks::default()
+    };
+    let mut agent = agent.with_hooks(hooks);
+    let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(sinew_testing::kinds(&events), ["agent_end"]);
+    assert_eq!(outcome.reason, EndReason::Stopped);
+    assert_eq!(log.entries(), ["after_loop 0"]);
+    assert_eq!(mock.calls(), 0);
+}
+
+#[tokio::test]
+async fn before_turn_false_stops_after_the_previous_turn() {
+    let (agent, mock) =
+        agent([MockResponse::new().tool_call("a", "echo", json!({"text": "x"})), MockResponse::text("never")]);
+    let hooks = Hooks { before_turn: Some(Arc::new(|_: &[AgentMessage], turn| turn < 2)), ..Hooks::default() };
+    let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
+    let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(mock.calls(), 1);
+    assert_eq!(outcome.reason, EndReason::Stopped);
+    // Deliberate: AgentEnd is always emitted (the abort policy), also when a hook stops the run.
+    assert_eq!(events.last().map(AgentEvent::kind), Some("agent_end"));
+    assert_history_valid(agent.messages());
+}
+
+#[tokio::test]
+async fn after_turn_runs_once_per_turn_including_failed_ones_and_on_error_gets_the_message() {
+    let (agent, _) = agent([
+        MockResponse::new().tool_call("a", "echo", json!({"text": "x"})),
+        MockResponse::error(ProviderError::Auth("bad key".into())),
+    ]);
+    let log = Log::default();
+    let (l1, l2) = (log.clone(), log.clone());
+    let hooks = Hooks {
+        after_turn: Some(Arc::new(move |_: &[AgentMessage], _: &Usage| l1.push("after_turn"))),
+        on_error: Some(Arc::new(move |message: &str| l2.push(format!("on_error {message}")))),
+        ..Hooks::default()
+    };
+    let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!(outcome.reason, EndReason::Failed);
+    assert_eq!(outcome.error.as_deref(), Some("authentication failed: bad key"));
+    assert_eq!(log.entries(), ["after_turn", "on_error authentication failed: bad key", "after_turn"]);
+    let last = agent.messages().last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Error);
+    assert!(last.content.is_empty());
+    assert_eq!(last.error_message.as_deref(), Some("authentication failed: bad key"));
+}
+
+#[tokio::test]
+async fn before_tool_execution_false_skips_only_that_call() {
+    let (agent, _) = agent([
+        MockResponse::new()
+            .tool_call("a", "echo", json!({"text": "1"}))
+            .tool_call("b", "echo", json!({"text": "2"}))
+            .tool_call("c", "echo", json!({"text": "3"})),
+        MockResponse::text("done"),
+    ]);
+    let log = Log::default();
+    let l = log.clone();
+    let hooks = Hooks {
+        before_tool_execution: Some(Arc::new(|call: ToolCallRef<'_>| call.id != "b")),
+        after_tool_execution: Some(Arc::new(move |call: ToolCallRef<'_>, _: &ToolResult, _| l.push(call.id))),
+        ..Hooks::default()
+    };
+    let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
+    let (events, _) = agent.prompt("q").collect().await;
+    assert_eq!(
+        tool_result_texts(&events),
+        [("a".into(), "1".into(), false), ("b".into(), SKIPPED_BY_HOOK.into(), true), ("c".into(), "3".into(), false)]
+    );
+    assert_eq!(log.entries(), ["a", "c"]);
+    assert_eq!(events.iter().filter(|e| e.kind() == "tool_execution_start").count(), 2);
+}
+
+#[tokio::test]
+async fn a_suppressed_update_emits_nothing_and_the_result_is_unchanged() {
+    let (agent, _) = agent([MockResponse::new().tool_call("a", "work", json!({})), MockResponse::text("ok")]);
+    let log = Log::default();
+    let l = log.clone();
+    let hooks = Hooks {
+        before_tool_execution_update: Some(Arc::new(|_: &str, _: &str, _: &ToolResult| false)),
+        after_tool_execution_update: Some(Arc::new(move |_: &str, _: &str, _: &ToolResult| l.push("after_update"))),
+        ..Hooks::default()
+    };
+    let mut agent = agent.with_tool(updating_tool()).with_hooks(hooks);
+    let (events, _) = agent.prompt("q").collect().await;
+    assert!(!events.iter().any(|e| e.kind() == "tool_execution_update"));
+    assert!(log.entries().is_empty());
+    assert_eq!(tool_result_texts(&events), [("a".into(), "done".into(), false)]);
+}

@@ -1,0 +1,287 @@
+//! Tool execution: errors, strategies, steering, updates (REQ-045, 046, 078…080, 084…090, 142, 143).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::json;
+use sinew_agent::SKIPPED_FOR_STEERING;
+use sinew_core::*;
+use sinew_testing::{EchoTool, FnTool, MockResponse, assert_history_valid};
+
+use crate::{Log, agent, tool_result_texts, user_texts};
+
+fn calls(ids: &[&str]) -> MockResponse {
+    ids.iter().fold(MockResponse::new(), |r, id| r.tool_call(*id, "step", json!({"id": id})))
+}
+
+/// `step`: logs its call id; on the call named `steer_on` it queues a steering message.
+fn step_tool(log: &Log, agent_handle: Option<(sinew_agent::AgentHandle, &'static str)>) -> FnTool {
+    let log = log.clone();
+    FnTool::new("step", move |args, _ctx| {
+        let log = log.clone();
+        let handle = agent_handle.clone();
+        async move {
+            let id = args["id"].as_str().unwrap_or_default().to_owned();
+            log.push(id.clone());
+            if let Some((handle, steer_on)) = handle
+                && id == steer_on
+            {
+                handle.steer(AgentMessage::user("change of plan"));
+            }
+            Ok(ToolResult::text(format!("ran {id}")))
+        }
+    })
+}
+
+#[tokio::test]
+async fn tool_errors_become_error_results_the_model_sees() {
+    let failing = FnTool::new("fail", |_, _| async { Err(ToolError::Failed("oops".into())) });
+    let picky = FnTool::new("picky", |_, _| async { Err(ToolError::InvalidArgs("need x".into())) });
+    let (agent, mock) = agent([
+        MockResponse::new()
+            .tool_call("1", "fail", json!({}))
+            .tool_call("2", "picky", json!({}))
+            .tool_call("3", "nope", json!({}))
+            .tool_call("4", "echo", json!({"text": 5})),
+        MockResponse::text("I see"),
+    ]);
+    let mut agent = agent.with_tool(failing).with_tool(picky).with_tool(EchoTool);
+    let (events, _) = agent.prompt("q").collect().await;
+    assert_eq!(
+        tool_result_texts(&events),
+        [
+            ("1".into(), "oops".into(), true),
+            ("2".into(), "invalid arguments: need x".into(), true),
+            ("3".into(), "Tool nope not found".into(), true),
+            ("4".into(), "invalid arguments: `text` must be a string".into(), true),
+        ]
+    );
+    assert_eq!(mock.requests()[1].messages.len(), 6, "the model gets every error result");
+}
+
+#[tokio::test]
+async fn parallel_results_keep_call_order_although_they_finish_out_of_order() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (running.clone(), peak.clone());
+    let sleepy = FnTool::new("step", move |args, _| {
+        let (running, peak) = (r.clone(), p.clone());
+        async move {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok(ToolResult::text(format!("slept {ms}")))
+        }
+    });
+    let (agent, _) = agent([
+        MockResponse::new()
+            .tool_call("a", "step", json!({"ms": 30}))
+            .tool_call("b", "step", json!({"ms": 10}))
+            .tool_call("c", "step", json!({"ms": 20})),
+        MockResponse::text("ok"),
+    ]);
+    let mut agent = agent.with_tool(sleepy);
+    let (events, _) = agent.prompt("q").collect().await;
+    let ends: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, ["b", "c", "a"], "ends arrive as tools finish");
+    let ids: Vec<String> = tool_result_texts(&events).into_iter().map(|(id, _, _)| id).collect();
+    assert_eq!(ids, ["a", "b", "c"], "results keep call order");
+    assert_eq!(peak.load(Ordering::SeqCst), 3, "all three ran at once");
+}
+
+#[tokio::test]
+async fn sequential_steering_skips_the_rest_of_the_batch() {
+    let log = Log::default();
+    let (agent, mock) = agent([calls(&["1", "2", "3"]), MockResponse::text("ok")]);
+    let handle = agent.handle();
+    let mut agent =
+        agent.with_tool(step_tool(&log, Some((handle, "1")))).with_tool_execution(ToolExecution::Sequential);
+    let (events, _) = agent.prompt("q").collect().await;
+    assert_eq!(log.entries(), ["1"]);
+    let results = tool_result_texts(&events);
+    assert_eq!(results[0], ("1".into(), "ran 1".into(), false));
+    assert_eq!(
+        results[1..],
+        [("2".into(), SKIPPED_FOR_STEERING.into(), true), ("3".into(), SKIPPED_FOR_STEERING.into(), true)]
+    );
+    // The steering message is in the context before the next model call.
+    assert_eq!(user_texts(&mock.requests()[1]), ["q", "change of plan"]);
+    assert_history_valid(agent.messages());
+}
+
+#[tokio::test]
+async fn parallel_steering_is_returned_after_the_whole_batch() {
+    let log = Log::default();
+    let (agent, mock) = agent([calls(&["1", "2", "3"]), MockResponse::text("ok")]);
+    let handle = agent.handle();
+    let mut agent = agent.with_tool(step_tool(&log, Some((handle, "1"))));
+    let (events, _) = agent.prompt("q").collect().await;
+    assert_eq!(log.entries(), ["1", "2", "3"]);
+    assert!(tool_result_texts(&events).iter().all(|(_, _, is_error)| !is_error));
+    assert_eq!(user_texts(&mock.requests()[1]), ["q", "change of plan"]);
+}
+
+#[tokio::test]
+async fn batched_runs_groups_and_checks_steering_between_them() {
+    let log = Log::default();
+    let (agent, _) = agent([calls(&["1", "2", "3", "4", "5"]), MockResponse::text("ok")]);
+    let mut agent = agent.with_tool(step_tool(&log, None)).with_tool_execution(ToolExecution::Batched { size: 2 });
+    agent.prompt("q").finish().await;
+    assert_eq!(log.entries(), ["1", "2", "3", "4", "5"]);
+
+    let log = Log::default();
+    let (agent, _) = crate::agent([calls(&["1", "2", "3", "4", "5"]), MockResponse::text("ok")]);
+    let handle = agent.handle();
+    let mut agent =
+        agent.with_tool(step_tool(&log, Some((handle, "2")))).with_tool_execution(ToolExecution::Batched { size: 2 });
+    let (events, _) = agent.prompt("q").collect().await;
+    assert_eq!(log.entries(), ["1", "2"], "groups [3,4] and [5] are skipped");
+    let skipped: Vec<String> =
+        tool_result_texts(&events).into_iter().filter(|(_, _, e)| *e).map(|(id, _, _)| id).collect();
+    assert_eq!(skipped, ["3", "4", "5"]);
+}
+
+#[tokio::test]
+async fn steering_before_the_prompt_is_injected_first() {
+    let (mut agent, mock) = agent([MockResponse::text("ok")]);
+    agent.steer(AgentMessage::user("early steer"));
+    agent.prompt("q").finish().await;
+    assert_eq!(user_texts(&mock.requests()[0]), ["q", "early steer"]);
+}
+
+#[tokio::test]
+async fn follow_ups_re_enter_the_loop() {
+    let (mut agent, mock) = agent([MockResponse::text("first"), MockResponse::text("second")]);
+    agent.follow_up(AgentMessage::user("and then?"));
+    let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(mock.calls(), 2);
+    assert_eq!(outcome.final_text().as_deref(), Some("second"));
+    assert_eq!(user_texts(&mock.requests()[1]), ["q", "and then?"]);
+    assert_eq!(events.iter().filter(|e| e.kind() == "turn_start").count(), 2);
+}
+
+#[tokio::test]
+async fn queue_modes_take_one_or_all() {
+    let (agent, mock) = agent([MockResponse::text("1"), MockResponse::text("2"), MockResponse::text("3")]);
+    let mut agent = agent.with_follow_up_mode(QueueMode::OneAtATime);
+    agent.follow_up(AgentMessage::user("f1"));
+    agent.follow_up(AgentMessage::user("f2"));
+    agent.prompt("q").finish().await;
+    assert_eq!(mock.calls(), 3, "one follow-up per re-entry");
+
+    let (agent, mock) = crate::agent([MockResponse::text("1"), MockResponse::text("2")]);
+    let mut agent = agent.with_follow_up_mode(QueueMode::All);
+    agent.follow_up(AgentMessage::user("f1"));
+    agent.follow_up(AgentMessage::user("f2"));
+    agent.prompt("q").finish().await;
+    assert_eq!(mock.calls(), 2);
+    assert_eq!(user_texts(&mock.requests()[1]), ["q", "f1", "f2"]);
+}
+
+#[tokio::test]
+async fn queues_are_safe_to_fill_from_other_threads_while_running() {
+    let (agent, _) = agent([MockResponse::new().delay(Duration::from_millis(5)).text_delta("a")]);
+    let mut agent = agent.with_follow_up_mode(QueueMode::All);
+    let handle = agent.handle();
+    let pusher = std::thread::spawn(move || {
+        for i in 0..100 {
+            handle.follow_up(AgentMessage::user(format!("f{i}")));
+        }
+    });
+    let first = agent.prompt("q").finish().await;
+    pusher.join().unwrap();
+    // Whatever the first run did not see is still queued: a second run takes the rest.
+    let second = agent.prompt("again").finish().await;
+    assert_eq!((first.reason, second.reason), (EndReason::Completed, EndReason::Completed));
+    let follow_ups: Vec<String> =
+        agent.messages().iter().filter(|m| m.is_user()).map(crate::text_of).filter(|t| t.starts_with('f')).collect();
+    let expected: Vec<String> = (0..100).map(|i| format!("f{i}")).collect();
+    assert_eq!(follow_ups, expected, "every follow-up arrives once, in order");
+}
+
+#[tokio::test]
+async fn updates_and_progress_become_events_before_the_end() {
+    let tool = FnTool::new("work", |_, ctx: ToolContext| async move {
+        ctx.progress("starting");
+        ctx.update(ToolResult::text("25%"));
+        ctx.update(ToolResult::text("75%"));
+        Ok(ToolResult::text("100%"))
+    });
+    let (agent, _) = agent([MockResponse::new().tool_call("w", "work", json!({})), MockResponse::text("ok")]);
+    let mut agent = agent.with_tool(tool);
+    let (events, _) = agent.prompt("q").collect().await;
+    let tool_events: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ProgressMessage { text, .. } => Some(format!("progress {text}")),
+            AgentEvent::ToolExecutionUpdate { partial_result, .. } => {
+                Some(format!("update {}", crate::first_text(&partial_result.content)))
+            }
+            AgentEvent::ToolExecutionEnd { result, .. } => Some(format!("end {}", crate::first_text(&result.content))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tool_events, ["progress starting", "update 25%", "update 75%", "end 100%"]);
+}
+
+#[tokio::test]
+async fn details_and_child_loop_ids_flow_to_events_and_history() {
+    let tool = FnTool::new("sub", |_, _| async {
+        Ok(ToolResult {
+            child_loop_id: Some("child.loop.1".into()),
+            ..ToolResult::text("delegated").with_details(json!({"turns": 2}))
+        })
+    });
+    let (agent, _) = agent([MockResponse::new().tool_call("s", "sub", json!({})), MockResponse::text("ok")]);
+    let mut agent = agent.with_tool(tool);
+    let (events, _) = agent.prompt("q").collect().await;
+    assert!(events.iter().any(|e| matches!(e,
+        AgentEvent::ToolExecutionEnd { child_loop_id: Some(id), .. } if id == "child.loop.1")));
+    let result = agent.messages().iter().find_map(AgentMessage::as_tool_result).unwrap();
+    assert_eq!(result.details, json!({"turns": 2}));
+}
+
+#[tokio::test]
+async fn every_tool_gets_a_child_token_of_the_run() {
+    let seen = Log::default();
+    let s = seen.clone();
+    let waiter = FnTool::new("wait", move |args, ctx: ToolContext| {
+        let seen = s.clone();
+        async move {
+            ctx.cancel.cancelled().await;
+            seen.push(args["id"].as_str().unwrap_or_default());
+            Err(ToolError::Cancelled)
+        }
+    });
+    let (agent, _) = agent([MockResponse::new().tool_call("1", "wait", json!({"id": "1"})).tool_call(
+        "2",
+        "wait",
+        json!({"id": "2"}),
+    )]);
+    let mut agent = agent.with_tool(waiter);
+    let handle = agent.handle();
+    let mut run = agent.prompt("q");
+    let mut started = 0;
+    while let Some(event) = run.next().await {
+        if event.kind() == "tool_execution_start" {
+            started += 1;
+            if started == 2 {
+                handle.abort();
+            }
+        }
+    }
+    let outcome = run.outcome().cloned().unwrap();
+    drop(run);
+    assert_eq!(outcome.reason, EndReason::Aborted);
+    assert_history_valid(agent.messages());
+}

@@ -1,0 +1,2 @@
+mod history;
+mod serde_shapes;
