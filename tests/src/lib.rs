@@ -1,0 +1,1 @@
+//! End-to-end tests of sinew through its facade; see `e2e.rs`.

@@ -1,0 +1,104 @@
+//! sinew's project automation, run as `cargo xtask <command>`.
+//!
+//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, cargo-deny.
+//! - `tidy`: the house rules no compiler checks (see [`tidy`]).
+//! - `bench <name> [args]`: a benchmark (`loop`).
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = project_root();
+    std::env::set_current_dir(&root)?;
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("tidy") => tidy::run(&root),
+        Some("bench") => bench(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask <ci | tidy | bench <loop> [args]>");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Runs a step, timing it; fails with the step's name.
+fn step(name: &str, mut command: Command) -> Result<()> {
+    println!("\n==> {name}");
+    let start = Instant::now();
+    let status = command.status().with_context(|| format!("cannot start {name}"))?;
+    println!("<== {name}: {} in {:.1}s", if status.success() { "ok" } else { "FAILED" }, start.elapsed().as_secs_f64());
+    if !status.success() {
+        bail!("{name} failed ({status})");
+    }
+    Ok(())
+}
+
+fn has_cargo_subcommand(name: &str) -> bool {
+    cargo().args([name, "--version"]).output().is_ok_and(|o| o.status.success())
+}
+
+fn ci(root: &Path) -> Result<()> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    step("rustfmt", fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]);
+    step("clippy", clippy)?;
+
+    tidy::run(root)?;
+
+    let mut tests = cargo();
+    if has_cargo_subcommand("nextest") {
+        tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);
+    } else {
+        tests.args(["test", "--workspace", "--all-features", "--no-fail-fast"]);
+    }
+    step("tests", tests)?;
+
+    let mut doctests = cargo();
+    doctests.args(["test", "--workspace", "--all-features", "--doc"]);
+    step("doctests", doctests)?;
+
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--all-features", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
+    step("rustdoc", doc)?;
+
+    if !has_cargo_subcommand("deny") {
+        bail!("cargo-deny is not installed: `cargo install --locked cargo-deny` (.ci/run does it)");
+    }
+    let mut deny = cargo();
+    // Advisories need the network to fetch the database; bans, licenses and sources do not.
+    deny.args(["deny", "--all-features", "check", "bans", "licenses", "sources"]);
+    step("cargo-deny", deny)?;
+
+    println!("\nci: all steps passed");
+    Ok(())
+}
+
+fn bench(args: &[String]) -> Result<()> {
+    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop> [args]") };
+    let (package, bench) = match name.as_str() {
+        "loop" => ("sinew-agent", "loop"),
+        other => bail!("unknown benchmark `{other}` (known: loop)"),
+    };
+    let mut command = cargo();
+    command.args(["bench", "--package", package, "--bench", bench, "--"]).args(&args[1..]);
+    step(&format!("bench {name}"), command)
+}
