@@ -2,26 +2,21 @@
 //! to disk, and a resume in a fresh agent.
 
 use futures::StreamExt;
-use serde_json::json;
-use sinew::testing::{EchoTool, FnTool, MockProvider, MockResponse, assert_history_valid};
-use sinew::{Agent, AgentEvent, AgentSnapshot, Decisions, EndReason, StreamDelta, ToolResult};
+use serde_json::{Value, json};
+use sinew::testing::{MockProvider, MockResponse, assert_history_valid};
+use sinew::{AgentEvent, AgentMessage, AgentSnapshot, Decisions, EndReason, StreamDelta};
+use sinew_e2e::guarded_agent;
 
-fn write_tool() -> FnTool {
-    FnTool::new("write_file", |args, _| async move {
-        Ok(ToolResult::text(format!("wrote {}", args["path"].as_str().unwrap_or_default())))
-    })
+fn script() -> [MockResponse; 2] {
+    [
+        MockResponse::new().text_words("Let me check first. ").tool_call("c1", "echo", json!({"text": "ls"})),
+        MockResponse::new().tool_call("c2", "write_file", json!({"path": "notes.md"})),
+    ]
 }
 
 #[tokio::test]
 async fn a_guarded_session_survives_a_checkpoint_and_finishes_elsewhere() {
-    let script = [
-        MockResponse::new().text_words("Let me check first. ").tool_call("c1", "echo", json!({"text": "ls"})),
-        MockResponse::new().tool_call("c2", "write_file", json!({"path": "notes.md"})),
-    ];
-    let mut agent = Agent::new(MockProvider::new(script), "mock-model")
-        .with_tool(EchoTool)
-        .with_tool(write_tool())
-        .with_approval_required_for(["write_file"]);
+    let mut agent = guarded_agent(MockProvider::new(script()));
 
     let mut run = agent.prompt("Write my notes");
     let mut text = String::new();
@@ -42,10 +37,7 @@ async fn a_guarded_session_survives_a_checkpoint_and_finishes_elsewhere() {
     let path = std::env::temp_dir().join(format!("sinew-e2e-{}.json", std::process::id()));
     agent.snapshot().save(&path).unwrap();
 
-    let mut resumed = Agent::new(MockProvider::new([MockResponse::text("Notes written.")]), "mock-model")
-        .with_tool(EchoTool)
-        .with_tool(write_tool())
-        .with_approval_required_for(["write_file"]);
+    let mut resumed = guarded_agent(MockProvider::new([MockResponse::text("Notes written.")]));
     resumed.restore(AgentSnapshot::load(&path).unwrap());
     std::fs::remove_file(&path).unwrap();
     let outcome = resumed.resume(Decisions::new().approve("c2")).unwrap().finish().await;
@@ -55,4 +47,32 @@ async fn a_guarded_session_survives_a_checkpoint_and_finishes_elsewhere() {
     assert_eq!(resumed.messages().len(), 6);
     assert_history_valid(resumed.messages());
     assert_eq!(resumed.agent_id(), agent.agent_id());
+}
+
+#[tokio::test]
+async fn a_suspended_run_is_resumed_by_another_process() {
+    let mut agent = guarded_agent(MockProvider::new(script()));
+    let outcome = agent.prompt("Write my notes").finish().await;
+    assert_eq!(outcome.reason, EndReason::Suspended);
+    let path = std::env::temp_dir().join(format!("sinew-e2e-process-{}.json", std::process::id()));
+    agent.snapshot().save(&path).unwrap();
+
+    for (decision, tool_text) in
+        [("approve", "wrote notes.md"), ("reject", "The user rejected this tool call: not now")]
+    {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_sinew-e2e-resume"))
+            .args([path.to_str().unwrap(), decision, "c2"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["reason"], "completed");
+        assert_eq!(report["finalText"], "Notes written.");
+        assert_eq!(report["agentId"], agent.agent_id());
+        let history: Vec<AgentMessage> = serde_json::from_value(report["history"].clone()).unwrap();
+        assert_history_valid(&history);
+        let last_result = history.iter().rev().find_map(AgentMessage::as_tool_result).unwrap();
+        assert_eq!(sinew::content::join_text(&last_result.content, ""), tool_text);
+    }
+    std::fs::remove_file(&path).unwrap();
 }

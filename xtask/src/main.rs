@@ -29,8 +29,11 @@ fn main() -> Result<()> {
     }
 }
 
+/// The workspace root. `cargo run` sets `CARGO_MANIFEST_DIR` at run time; it is read then, not at
+/// compile time, so a binary built for another checkout (a shared target dir) still checks this one.
 fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from("xtask"), PathBuf::from);
+    manifest_dir.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 fn cargo() -> Command {

@@ -44,6 +44,7 @@ fn main() {
             Agent::new(MockProvider::from_fn(respond).without_recording(), "mock-model").with_tool(EchoTool);
         let mut events = 0usize;
         let mut tool_calls = 0usize;
+        let mut text_deltas = 0usize;
         let start = Instant::now();
         for turn in 0..turns {
             if turn % TURNS_PER_CONVERSATION == 0 {
@@ -53,12 +54,18 @@ fn main() {
             while let Some(event) = run.next().await {
                 events += 1;
                 tool_calls += usize::from(event.kind() == "tool_execution_end");
+                text_deltas += usize::from(matches!(
+                    event,
+                    sinew_core::AgentEvent::MessageUpdate { delta: sinew_core::StreamDelta::Text { .. }, .. }
+                ));
             }
         }
         let elapsed = start.elapsed();
         assert_eq!(tool_calls, turns, "every turn ran its tool call");
+        assert_eq!(text_deltas, turns * DELTAS, "every delta reached the host");
         println!("turns:           {turns}");
         println!("events:          {events}");
+        println!("text deltas:     {text_deltas}");
         println!("wall:            {:.3} s", elapsed.as_secs_f64());
         println!("turns/s:         {:.0}", turns as f64 / elapsed.as_secs_f64());
         println!("us per event:    {:.3}", elapsed.as_secs_f64() * 1e6 / events as f64);

@@ -15,10 +15,10 @@ use sinew_core::{
     ToolExecution, TurnTrigger, now_ms,
 };
 
-use crate::agent_loop::{Entry, LoopOutcome, check_continuable, new_id, run};
+use crate::agent_loop::{Entry, LoopOutcome, check_continuable, new_id, prompt_loop, run};
 use crate::approval::{Decisions, Suspension};
 use crate::config::{AgentContext, AgentLoopConfig, Hooks, InstructionProvider};
-use crate::emit::{EventReceiver, EventSender, event_channel};
+use crate::emit::{EventQueue, EventSender, Sink};
 use crate::error::{Error, Result};
 use crate::snapshot::{AgentSnapshot, SNAPSHOT_FORMAT_VERSION};
 
@@ -475,18 +475,18 @@ impl Agent {
 
     /// Sends several messages as one prompt.
     pub fn prompt_messages(&mut self, messages: Vec<AgentMessage>) -> AgentRun<'_> {
-        let (tx, rx) = event_channel();
-        AgentRun::new(Box::pin(self.run_entry(Entry::Prompt(messages), tx)), rx)
+        let queue = Arc::new(EventQueue::default());
+        AgentRun::new(Box::pin(self.run_entry(Entry::Prompt(messages), Sink::Queue(Arc::clone(&queue)))), queue)
     }
 
     /// Sends a user prompt, streaming events to `tx` (one sender can serve many prompts).
     pub async fn prompt_with_sender(&mut self, text: impl Into<String>, tx: EventSender) -> LoopOutcome {
-        self.run_entry(Entry::Prompt(vec![AgentMessage::user(text)]), tx).await
+        self.run_entry(Entry::Prompt(vec![AgentMessage::user(text)]), Sink::Channel(tx)).await
     }
 
     /// Sends messages as one prompt, streaming events to `tx`.
     pub async fn prompt_messages_with_sender(&mut self, messages: Vec<AgentMessage>, tx: EventSender) -> LoopOutcome {
-        self.run_entry(Entry::Prompt(messages), tx).await
+        self.run_entry(Entry::Prompt(messages), Sink::Channel(tx)).await
     }
 
     /// Lets the model answer the history as it stands (it must not end with an assistant message).
@@ -496,8 +496,8 @@ impl Agent {
         }
         check_continuable(&self.context.messages)?;
         self.context.continuation_kind = Some(kind);
-        let (tx, rx) = event_channel();
-        Ok(AgentRun::new(Box::pin(self.run_entry(Entry::Continue, tx)), rx))
+        let queue = Arc::new(EventQueue::default());
+        Ok(AgentRun::new(Box::pin(self.run_entry(Entry::Continue(Vec::new()), Sink::Queue(Arc::clone(&queue)))), queue))
     }
 
     /// Sends `message`, choosing the call by the history: a new prompt when it is empty or ends
@@ -508,9 +508,11 @@ impl Agent {
             self.suspension.is_none() && self.context.messages.last().is_some_and(|m| m.as_assistant().is_none());
         if awaiting_model {
             self.context.continuation_kind = Some(ContinuationKind::Default);
-            self.context.messages.push(message);
-            let (tx, rx) = event_channel();
-            AgentRun::new(Box::pin(self.run_entry(Entry::Continue, tx)), rx)
+            let queue = Arc::new(EventQueue::default());
+            AgentRun::new(
+                Box::pin(self.run_entry(Entry::Continue(vec![message]), Sink::Queue(Arc::clone(&queue)))),
+                queue,
+            )
         } else {
             self.prompt_messages(vec![message])
         }
@@ -522,8 +524,9 @@ impl Agent {
         let plan = decisions.plan(suspension)?;
         let suspension = self.suspension.take().ok_or(Error::NotSuspended)?;
         self.context.continuation_kind = Some(ContinuationKind::Default);
-        let (tx, rx) = event_channel();
-        Ok(AgentRun::new(Box::pin(self.run_entry(Entry::Resume(suspension, plan), tx)), rx))
+        let queue = Arc::new(EventQueue::default());
+        let future = self.run_entry(Entry::Resume(suspension, plan), Sink::Queue(Arc::clone(&queue)));
+        Ok(AgentRun::new(Box::pin(future), queue))
     }
 
     /// Runs `text` on a fresh context (same configuration, tools and system prompt, a new
@@ -538,17 +541,17 @@ impl Agent {
         };
         let config = self.config.clone();
         let cancel = CancellationToken::new();
-        let (tx, rx) = event_channel();
         let token = cancel.clone();
+        let queue = Arc::new(EventQueue::default());
+        let sink = Sink::Queue(Arc::clone(&queue));
         let prompt = AgentMessage::user(text);
-        let future =
-            async move { crate::agent_loop::agent_loop(vec![prompt], &mut context, &config, &tx, &cancel).await };
-        let mut run = AgentRun::new(Box::pin(future), rx);
+        let future = async move { prompt_loop(vec![prompt], &mut context, &config, sink, &cancel).await };
+        let mut run = AgentRun::new(Box::pin(future), queue);
         run.cancel = Some(token);
         run
     }
 
-    fn run_entry(&mut self, entry: Entry, tx: EventSender) -> BoxFuture<'_, LoopOutcome> {
+    fn run_entry(&mut self, entry: Entry, sink: Sink) -> BoxFuture<'_, LoopOutcome> {
         Box::pin(async move {
             let continuation = !matches!(entry, Entry::Prompt(_));
             if let (Entry::Prompt(_), Some(suspension)) = (&entry, self.suspension.take()) {
@@ -572,7 +575,7 @@ impl Agent {
             let (shared, mode) = (Arc::clone(&self.shared), self.follow_up_mode);
             config.get_follow_up_messages = Some(Arc::new(move || drain(&shared.follow_up, mode)));
 
-            let outcome = run(&mut self.context, &config, &tx, &cancel, entry).await;
+            let outcome = run(&mut self.context, &config, sink, &cancel, entry).await;
             self.suspension.clone_from(&outcome.suspension);
             outcome
         })
@@ -598,14 +601,16 @@ impl fmt::Debug for Agent {
 /// agent's history stays valid (a turn whose tools had not all finished is not recorded).
 pub struct AgentRun<'a> {
     future: Option<BoxFuture<'a, LoopOutcome>>,
-    events: EventReceiver,
+    queue: Arc<EventQueue>,
+    /// Events taken from the queue, not yet yielded.
+    ready: VecDeque<AgentEvent>,
     outcome: Option<LoopOutcome>,
     cancel: Option<CancellationToken>,
 }
 
 impl<'a> AgentRun<'a> {
-    fn new(future: BoxFuture<'a, LoopOutcome>, events: EventReceiver) -> Self {
-        AgentRun { future: Some(future), events, outcome: None, cancel: None }
+    fn new(future: BoxFuture<'a, LoopOutcome>, queue: Arc<EventQueue>) -> Self {
+        AgentRun { future: Some(future), queue, ready: VecDeque::new(), outcome: None, cancel: None }
     }
 
     /// Drives the run to its end, discarding events, and returns its outcome.
@@ -642,19 +647,31 @@ impl Stream for AgentRun<'_> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         let this = self.get_mut();
         loop {
-            if let Poll::Ready(Some(event)) = this.events.poll_recv(cx) {
+            if let Some(event) = this.ready.pop_front() {
                 return Poll::Ready(Some(event));
             }
+            this.queue.take_all(&mut this.ready);
+            if !this.ready.is_empty() {
+                continue;
+            }
             let Some(future) = this.future.as_mut() else {
-                // The run is over; what is left in the channel was drained above.
+                // The run is over and every event was yielded.
                 return Poll::Ready(None);
             };
+            // Registered before polling, so an event pushed from another thread while the run
+            // waits (a tool's own thread) wakes us.
+            this.queue.register(cx.waker());
             match future.as_mut().poll(cx) {
                 Poll::Ready(outcome) => {
                     this.outcome = Some(outcome);
                     this.future = None;
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    this.queue.take_all(&mut this.ready);
+                    if this.ready.is_empty() {
+                        return Poll::Pending;
+                    }
+                }
             }
         }
     }

@@ -20,7 +20,7 @@ use tracing::Instrument;
 
 use crate::approval::{Decisions, PendingToolCall, Suspension, ToolDecision};
 use crate::config::{AgentContext, AgentLoopConfig, InstructionContext};
-use crate::emit::{Emitter, EventSender};
+use crate::emit::{Emitter, EventSender, Sink};
 use crate::error::{Error, Result};
 use crate::execution::{PlannedCall, execute_tool_calls, take_steering};
 
@@ -51,7 +51,8 @@ impl LoopOutcome {
 
 pub(crate) enum Entry {
     Prompt(Vec<AgentMessage>),
-    Continue,
+    /// Continue, first injecting these messages (empty for a plain continuation).
+    Continue(Vec<AgentMessage>),
     Resume(Suspension, Vec<Option<ToolDecision>>),
 }
 
@@ -66,12 +67,23 @@ pub async fn agent_loop(
     tx: &EventSender,
     cancel: &CancellationToken,
 ) -> LoopOutcome {
+    prompt_loop(prompts, context, config, Sink::Channel(tx.clone()), cancel).await
+}
+
+/// [`agent_loop`] with any sink.
+pub(crate) async fn prompt_loop(
+    prompts: Vec<AgentMessage>,
+    context: &mut AgentContext,
+    config: &AgentLoopConfig,
+    sink: Sink,
+    cancel: &CancellationToken,
+) -> LoopOutcome {
     context.agent_id.get_or_insert_with(new_id);
     let session_id = context.session_id.get_or_insert_with(new_id);
     if context.loop_id.is_none() {
         context.loop_id = Some(format!("{session_id}.{}.1", config.config_segment()));
     }
-    run(context, config, tx, cancel, Entry::Prompt(prompts)).await
+    run(context, config, sink, cancel, Entry::Prompt(prompts)).await
 }
 
 /// Continues `context` without a new prompt: the model answers the history as it stands.
@@ -86,7 +98,7 @@ pub async fn agent_loop_continue(
 ) -> Result<LoopOutcome> {
     check_identity(context)?;
     check_continuable(&context.messages)?;
-    Ok(run(context, config, tx, cancel, Entry::Continue).await)
+    Ok(run(context, config, Sink::Channel(tx.clone()), cancel, Entry::Continue(Vec::new())).await)
 }
 
 /// A history can be continued when it is non-empty and does not end with the model's answer.
@@ -112,7 +124,7 @@ pub async fn agent_loop_resume(
 ) -> Result<LoopOutcome> {
     check_identity(context)?;
     let plan = decisions.plan(&suspension)?;
-    Ok(run(context, config, tx, cancel, Entry::Resume(suspension, plan)).await)
+    Ok(run(context, config, Sink::Channel(tx.clone()), cancel, Entry::Resume(suspension, plan)).await)
 }
 
 fn check_identity(context: &AgentContext) -> Result<()> {
@@ -131,12 +143,12 @@ pub(crate) fn new_id() -> String {
 pub(crate) async fn run(
     context: &mut AgentContext,
     config: &AgentLoopConfig,
-    tx: &EventSender,
+    sink: Sink,
     cancel: &CancellationToken,
     entry: Entry,
 ) -> LoopOutcome {
     let loop_id: Arc<str> = context.loop_id.as_deref().unwrap_or_default().into();
-    let emitter = Emitter::new(tx.clone(), config.hooks.on_event.clone(), Arc::clone(&loop_id));
+    let emitter = Emitter::new(sink, config.hooks.on_event.clone(), Arc::clone(&loop_id));
     let mut run = Run {
         config,
         emitter,
@@ -192,7 +204,7 @@ pub(crate) async fn run(
                     EndReason::Rejected
                 }
             },
-            Entry::Continue => run.turns(context, Vec::new(), None, first_trigger).await,
+            Entry::Continue(pending) => run.turns(context, pending, None, first_trigger).await,
             Entry::Resume(suspension, plan) => {
                 run.turns(context, Vec::new(), Some((suspension, plan)), first_trigger).await
             }

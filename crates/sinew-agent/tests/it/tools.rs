@@ -253,21 +253,16 @@ async fn details_and_child_loop_ids_flow_to_events_and_history() {
 
 #[tokio::test]
 async fn every_tool_gets_a_child_token_of_the_run() {
-    let seen = Log::default();
-    let s = seen.clone();
-    let waiter = FnTool::new("wait", move |args, ctx: ToolContext| {
-        let seen = s.clone();
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::<CancellationToken>::new()));
+    let t = Arc::clone(&tokens);
+    let waiter = FnTool::new("wait", move |_, ctx: ToolContext| {
+        t.lock().unwrap().push(ctx.cancel.clone());
         async move {
-            ctx.cancel.cancelled().await;
-            seen.push(args["id"].as_str().unwrap_or_default());
-            Err(ToolError::Cancelled)
+            std::future::pending::<()>().await;
+            Ok(ToolResult::text("never"))
         }
     });
-    let (agent, _) = agent([MockResponse::new().tool_call("1", "wait", json!({"id": "1"})).tool_call(
-        "2",
-        "wait",
-        json!({"id": "2"}),
-    )]);
+    let (agent, _) = agent([MockResponse::new().tool_call("1", "wait", json!({})).tool_call("2", "wait", json!({}))]);
     let mut agent = agent.with_tool(waiter);
     let handle = agent.handle();
     let mut run = agent.prompt("q");
@@ -276,7 +271,11 @@ async fn every_tool_gets_a_child_token_of_the_run() {
         if event.kind() == "tool_execution_start" {
             started += 1;
             if started == 2 {
+                let tokens = tokens.lock().unwrap();
+                assert_eq!(tokens.len(), 2);
+                assert!(tokens.iter().all(|t| !t.is_cancelled()));
                 handle.abort();
+                assert!(tokens.iter().all(CancellationToken::is_cancelled), "abort reaches every tool at once");
             }
         }
     }
@@ -284,4 +283,64 @@ async fn every_tool_gets_a_child_token_of_the_run() {
     drop(run);
     assert_eq!(outcome.reason, EndReason::Aborted);
     assert_history_valid(agent.messages());
+}
+
+#[tokio::test]
+async fn a_thousand_deltas_arrive_in_order() {
+    let response = (0..1000).fold(MockResponse::new(), |r, i| r.text_delta(format!("{i},")));
+    let (mut agent, _) = agent([response]);
+    let (events, _) = agent.prompt("q").collect().await;
+    let expected: String = (0..1000).map(|i| format!("{i},")).collect();
+    assert_eq!(sinew_testing::streamed_text(&events), expected);
+    assert_eq!(events.iter().filter(|e| e.kind() == "message_update").count(), 1000);
+}
+
+#[tokio::test]
+async fn updates_from_a_tool_thread_arrive_while_the_tool_runs() {
+    // The tool finishes only once the host has seen its update: without a wake-up for events
+    // sent from other threads, this would never end.
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let go_rx = Arc::new(std::sync::Mutex::new(Some(go_rx)));
+    let tool = FnTool::new("threaded", move |_, ctx: ToolContext| {
+        let go_rx = go_rx.lock().unwrap().take();
+        async move {
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                ctx.update(ToolResult::text("from thread"));
+                if let Some(go) = go_rx {
+                    go.recv().unwrap();
+                }
+                done_tx.send(()).unwrap();
+            });
+            done_rx.await.map_err(|e| ToolError::Failed(e.to_string()))?;
+            Ok(ToolResult::text("finished"))
+        }
+    });
+    let (agent, _) = agent([MockResponse::new().tool_call("t", "threaded", json!({})), MockResponse::text("ok")]);
+    let mut agent = agent.with_tool(tool);
+    let mut run = agent.prompt("q");
+    let mut seen = Vec::new();
+    while let Some(event) = run.next().await {
+        if event.kind() == "tool_execution_update" {
+            go_tx.send(()).unwrap();
+        }
+        seen.push(event.kind());
+    }
+    let position = |k: &str| seen.iter().position(|s| *s == k).unwrap();
+    assert!(position("tool_execution_update") < position("tool_execution_end"));
+}
+
+#[tokio::test]
+async fn a_thousand_deltas_arrive_in_order_through_a_host_channel() {
+    let response = (0..1000).fold(MockResponse::new(), |r, i| r.text_delta(format!("{i},")));
+    let (mut agent, _) = agent([response]);
+    let (tx, mut rx) = sinew_agent::event_channel();
+    agent.prompt_with_sender("q", tx).await;
+    let mut events = Vec::new();
+    while let Some(event) = rx.recv().await {
+        events.push(event);
+    }
+    let expected: String = (0..1000).map(|i| format!("{i},")).collect();
+    assert_eq!(sinew_testing::streamed_text(&events), expected);
+    assert_eq!(events.last().map(AgentEvent::kind), Some("agent_end"));
 }
