@@ -107,7 +107,16 @@ impl Drop for RunningGuard {
 /// An agent: a model, tools, a system prompt and a history, with the loop that drives them.
 ///
 /// A run borrows the agent mutably, so a second prompt while one runs does not compile; use
-/// [`Agent::handle`] to steer, queue follow-ups or abort from elsewhere.
+/// [`Agent::handle`] to steer, queue follow-ups or abort from elsewhere:
+///
+/// ```compile_fail
+/// # use sinew_agent::Agent;
+/// # use sinew_testing::MockProvider;
+/// let mut agent = Agent::new(MockProvider::new([]), "m");
+/// let first = agent.prompt("one");
+/// let second = agent.prompt("two"); // error: `agent` is already borrowed by `first`
+/// # drop((first, second));
+/// ```
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

@@ -330,7 +330,10 @@ impl Run<'_> {
         first_trigger: TurnTrigger,
     ) -> EndReason {
         let mut pending = prompts;
-        pending.extend(take_steering(self.config));
+        if resume.is_none() {
+            // On resume, steering waits until the pending batch has its results.
+            pending.extend(take_steering(self.config));
+        }
         let mut trigger = first_trigger;
         loop {
             let mut more_tool_calls = true;
@@ -354,28 +357,28 @@ impl Run<'_> {
                 for message in mem::take(&mut pending) {
                     self.append(context, message);
                 }
-                if self.cancel.is_cancelled() {
-                    if let Some((suspension, _)) = resume.take() {
-                        self.abandon(context, suspension, crate::execution::ABORTED);
-                    }
-                    return EndReason::Aborted;
+                let stop = if self.cancel.is_cancelled() {
+                    Some((EndReason::Aborted, crate::execution::ABORTED))
+                } else {
+                    self.turn += 1;
+                    let go_on = self.config.hooks.before_turn.as_ref().is_none_or(|f| f(&context.messages, self.turn));
+                    (!go_on).then_some((EndReason::Stopped, "Tool call was not executed: the run was stopped."))
+                };
+                if stop.is_none() {
+                    self.emitter.emit(AgentEvent::TurnStart {
+                        loop_id: self.emitter.loop_id(),
+                        turn: self.turn,
+                        triggered_by: mem::replace(&mut trigger, TurnTrigger::Continuation),
+                    });
                 }
-                self.turn += 1;
-                if let Some(before_turn) = &self.config.hooks.before_turn
-                    && !before_turn(&context.messages, self.turn)
-                {
-                    if let Some((suspension, _)) = resume.take() {
-                        self.abandon(context, suspension, "Tool call was not executed: the run was stopped.");
-                    }
-                    return EndReason::Stopped;
-                }
-                self.emitter.emit(AgentEvent::TurnStart {
-                    loop_id: self.emitter.loop_id(),
-                    turn: self.turn,
-                    triggered_by: mem::replace(&mut trigger, TurnTrigger::Continuation),
-                });
                 for message in &context.messages[context.messages.len() - injected..] {
                     self.emit_message(message);
+                }
+                if let Some((reason, why)) = stop {
+                    if let Some((suspension, _)) = resume.take() {
+                        self.abandon(context, suspension, why);
+                    }
+                    return reason;
                 }
 
                 let (assistant, calls) = match resume.take() {

@@ -113,3 +113,24 @@ async fn abort_is_prompt_during_a_slow_provider() {
     assert!(start.elapsed() < Duration::from_secs(1));
     assert_eq!(agent.messages().last().unwrap().as_assistant().unwrap().stop_reason, StopReason::Aborted);
 }
+
+#[tokio::test]
+async fn an_abort_before_the_first_turn_still_announces_the_prompt() {
+    let (agent, mock) = agent([MockResponse::text("never")]);
+    // The observer runs synchronously inside the loop: the abort lands right after AgentStart.
+    let handle = agent.handle();
+    let hooks = sinew_agent::Hooks {
+        on_event: Some(std::sync::Arc::new(move |event: &AgentEvent| {
+            if event.kind() == "agent_start" {
+                handle.abort();
+            }
+        })),
+        ..Default::default()
+    };
+    let mut agent = agent.with_hooks(hooks);
+    let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(sinew_testing::kinds(&events), ["agent_start", "message_start", "message_end", "agent_end"]);
+    assert_eq!(outcome.reason, EndReason::Aborted);
+    assert_eq!(mock.calls(), 0);
+    assert_eq!(crate::roles(agent.messages()), ["user"]);
+}

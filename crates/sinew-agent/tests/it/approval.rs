@@ -233,3 +233,15 @@ fn snapshots_refuse_unknown_formats() {
     assert!(matches!(AgentSnapshot::from_json("{"), Err(Error::Json(_))));
     assert!(matches!(AgentSnapshot::load("/nonexistent/sinew.json"), Err(Error::Io { .. })));
 }
+
+#[tokio::test]
+async fn steering_sent_while_suspended_follows_the_resumed_results() {
+    let log = Log::default();
+    let (mut agent, mock) = suspended_agent(&log);
+    agent.prompt("clean up").finish().await;
+    agent.steer(AgentMessage::user("also tidy the desk"));
+    agent.resume(Decisions::new().approve("d1")).unwrap().finish().await;
+    assert_eq!(roles(agent.messages()), ["user", "assistant", "toolResult", "toolResult", "user", "assistant"]);
+    assert_eq!(crate::user_texts(&mock.requests()[1]), ["clean up", "also tidy the desk"]);
+    assert_history_valid(agent.messages());
+}
