@@ -1,0 +1,179 @@
+//! Server-sent events, decoded incrementally as the WHATWG HTML standard defines them.
+//!
+//! Bytes go in as they arrive, in chunks split anywhere (inside a line terminator, inside a
+//! UTF-8 sequence); complete events come out. Lines end with CRLF, LF or CR; `:` lines are
+//! comments; `data:` lines accumulate; `event:`, `id:` and `retry:` may come in any order; a
+//! blank line dispatches. The work is linear in the input: each byte is scanned once.
+
+use std::time::Duration;
+
+/// One dispatched event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, `"message"` when the event named none.
+    pub event: String,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The last event id in force when the event was dispatched (empty if none was ever set).
+    pub id: String,
+}
+
+/// An incremental SSE decoder: feed it bytes, get events.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    /// An incomplete line carried over from the previous chunk.
+    line: Vec<u8>,
+    /// The previous chunk ended with CR: a LF starting the next one belongs to it.
+    after_cr: bool,
+    /// The byte-order mark check is done (it only applies to the stream's first bytes).
+    bom_checked: bool,
+    event: String,
+    data: String,
+    has_data: bool,
+    last_event_id: String,
+    retry: Option<Duration>,
+    comment_lines: usize,
+}
+
+impl SseDecoder {
+    pub fn new() -> Self {
+        SseDecoder::default()
+    }
+
+    /// Decodes `chunk`, appending every event it completes to `out`.
+    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
+        if !self.bom_checked {
+            // The BOM may itself be split across chunks: wait for three bytes.
+            let seen = self.line.len() + chunk.len();
+            if seen < 3 && b"\xEF\xBB\xBF".starts_with(&[&self.line[..], chunk].concat()) {
+                self.line.extend_from_slice(chunk);
+                return;
+            }
+            self.bom_checked = true;
+            let mut head = std::mem::take(&mut self.line);
+            head.extend_from_slice(chunk);
+            let start = if head.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+            // Re-feed the joined head once; it is at most a few bytes longer than `chunk`.
+            self.feed_checked(&head[start..], out);
+            return;
+        }
+        if self.after_cr && !chunk.is_empty() {
+            // An empty chunk tells nothing about the byte after the CR: keep waiting.
+            self.after_cr = false;
+            if chunk[0] == b'\n' {
+                chunk = &chunk[1..];
+            }
+        }
+        self.feed_checked(chunk, out);
+    }
+
+    fn feed_checked(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+        let mut rest = chunk;
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
+            let terminator = rest[end];
+            if self.line.is_empty() {
+                self.process_line(&rest[..end], out);
+            } else {
+                self.line.extend_from_slice(&rest[..end]);
+                let line = std::mem::take(&mut self.line);
+                self.process_line(&line, out);
+                // Keep the allocation for the next split line.
+                self.line = line;
+                self.line.clear();
+            }
+            rest = &rest[end + 1..];
+            if terminator == b'\r' {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.line.extend_from_slice(rest);
+    }
+
+    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        if line[0] == b':' {
+            self.comment_lines += 1;
+            return;
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&value);
+            }
+            b"id" if !value.contains('\0') => {
+                self.last_event_id.clear();
+                self.last_event_id.push_str(&value);
+            }
+            b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok().map(Duration::from_millis);
+            }
+            _ => {} // unknown fields are ignored
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        if !std::mem::take(&mut self.has_data) {
+            self.event.clear();
+            return;
+        }
+        let event = if self.event.is_empty() { "message".to_owned() } else { std::mem::take(&mut self.event) };
+        out.push(SseEvent { event, data: std::mem::take(&mut self.data), id: self.last_event_id.clone() });
+    }
+
+    /// Ends the stream. The standard discards an event left without its blank line; some servers
+    /// (and truncated recordings) end so, so the unterminated event is returned for the caller to
+    /// decide, with any unterminated last line applied first.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            let mut out = Vec::new();
+            self.process_line(&line, &mut out);
+            if let Some(event) = out.pop() {
+                return Some(event);
+            }
+        }
+        let mut out = Vec::new();
+        self.dispatch(&mut out);
+        out.pop()
+    }
+
+    /// The last `id:` seen, for resuming with `Last-Event-ID`.
+    pub fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+
+    /// The reconnection time the server asked for with `retry:`.
+    pub fn retry(&self) -> Option<Duration> {
+        self.retry
+    }
+
+    /// How many comment lines (`:` ...) were seen.
+    pub fn comment_lines(&self) -> usize {
+        self.comment_lines
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,3 @@
+//! The SSE decoder on streams recorded from the real services (`../shared/fixtures`).
+
+mod fixtures;
