@@ -1,0 +1,292 @@
+//! The streamed response of `/v1/messages`, decoded incrementally.
+//!
+//! Events: `message_start`, `content_block_start` / `_delta` / `_stop`, `message_delta`,
+//! `message_stop`, `ping`, and `error` mid-stream. Blocks sinew models become their `Content`;
+//! every other block (server tools, their results, whatever comes next) is kept whole as
+//! `Content::Opaque` so it can be sent back unchanged.
+
+use serde_json::{Map, Value};
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::sse::{SseDecoder, SseEvent};
+
+/// The `provider_id` of Anthropic messages.
+pub const PROVIDER_ID: &str = "anthropic";
+
+/// Per content block: JSON fragments of a tool input, assembled when the block stops.
+#[derive(Debug, Default)]
+struct Block {
+    partial_json: String,
+}
+
+/// Decodes one streamed response. Feed it bytes as they arrive, then call [`finish`].
+///
+/// [`finish`]: AnthropicDecoder::finish
+#[derive(Debug)]
+pub struct AnthropicDecoder {
+    sse: SseDecoder,
+    events: Vec<SseEvent>,
+    message: AssistantMessage,
+    blocks: Vec<Block>,
+    started: bool,
+    /// A terminal event (`Done` or `Error`) was emitted; later bytes are ignored.
+    finished: bool,
+}
+
+impl AnthropicDecoder {
+    /// A decoder for a response to a request for `model`.
+    pub fn new(model: &str) -> Self {
+        AnthropicDecoder {
+            sse: SseDecoder::new(),
+            events: Vec::new(),
+            message: AssistantMessage::new(PROVIDER_ID, model),
+            blocks: Vec::new(),
+            started: false,
+            finished: false,
+        }
+    }
+
+    /// Decodes `bytes`, appending the stream events they complete to `out`.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        self.sse.feed(bytes, &mut self.events);
+        self.drain(out);
+    }
+
+    /// Ends the stream: the last event if the body ended without its blank line, and an error
+    /// keeping the partial message if it ended before `message_stop`.
+    pub fn finish(&mut self, out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        self.events.extend(self.sse.finish());
+        self.drain(out);
+        if !self.finished {
+            self.fail(ProviderError::Protocol("the stream ended before message_stop".into()), out);
+        }
+    }
+
+    fn drain(&mut self, out: &mut Vec<StreamEvent>) {
+        let events = std::mem::take(&mut self.events);
+        for event in &events {
+            if self.finished {
+                break;
+            }
+            if let Err(error) = self.handle(event, out) {
+                self.fail(error, out);
+            }
+        }
+        self.events = events;
+        self.events.clear();
+    }
+
+    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+        self.finished = true;
+        let mut partial = self.message.clone();
+        partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
+        partial.error_message = Some(error.to_string());
+        out.push(StreamEvent::Error { error, partial });
+    }
+
+    fn handle(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let payload: Value = serde_json::from_str(&event.data).map_err(|e| {
+            ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, truncate(&event.data)))
+        })?;
+        let kind = payload["type"].as_str().unwrap_or(event.event.as_str());
+        match kind {
+            "message_start" => {
+                let message = &payload["message"];
+                if let Some(model) = message["model"].as_str() {
+                    model.clone_into(&mut self.message.model);
+                }
+                apply_usage(&mut self.message.usage, &message["usage"]);
+                self.start(out);
+            }
+            "content_block_start" => {
+                self.start(out);
+                let index = block_index(&payload)?;
+                if index != self.message.content.len() {
+                    return Err(ProviderError::Protocol(format!(
+                        "content block {index} started, expected block {}",
+                        self.message.content.len()
+                    )));
+                }
+                self.message.content.push(block_content(&payload["content_block"]));
+                self.blocks.push(Block::default());
+            }
+            "content_block_delta" => self.delta(&payload, out)?,
+            "content_block_stop" => self.stop_block(block_index(&payload)?)?,
+            "message_delta" => {
+                if let Some(reason) = payload["delta"]["stop_reason"].as_str() {
+                    self.message.stop_reason = stop_reason(reason);
+                }
+                apply_usage(&mut self.message.usage, &payload["usage"]);
+            }
+            "message_stop" => {
+                self.finished = true;
+                out.push(StreamEvent::Done(self.message.clone()));
+            }
+            "error" => return Err(stream_error(&payload["error"])),
+            // `ping`, and events added to the protocol later, change nothing.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, out: &mut Vec<StreamEvent>) {
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+    }
+
+    fn delta(&mut self, payload: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let index = block_index(payload)?;
+        let (Some(content), Some(block)) = (self.message.content.get_mut(index), self.blocks.get_mut(index)) else {
+            return Err(ProviderError::Protocol(format!("delta for content block {index}, which never started")));
+        };
+        let delta = &payload["delta"];
+        let text = |field: &str| delta[field].as_str().unwrap_or_default().to_owned();
+        match (delta["type"].as_str().unwrap_or_default(), content) {
+            ("text_delta", Content::Text { text: buffer, .. }) => {
+                let piece = text("text");
+                buffer.push_str(&piece);
+                out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: piece }));
+            }
+            ("thinking_delta", Content::Thinking { thinking, .. }) => {
+                let piece = text("thinking");
+                thinking.push_str(&piece);
+                out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: piece }));
+            }
+            ("signature_delta", Content::Thinking { signature, .. }) => {
+                signature.get_or_insert_with(String::new).push_str(delta["signature"].as_str().unwrap_or_default());
+            }
+            ("input_json_delta", content) => {
+                let piece = text("partial_json");
+                block.partial_json.push_str(&piece);
+                if let Content::ToolCall { id, name, .. } = content {
+                    let first = block.partial_json.len() == piece.len();
+                    out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                        index,
+                        id: first.then(|| id.clone()),
+                        name: first.then(|| name.clone()),
+                        delta: piece,
+                    }));
+                }
+            }
+            // `citations_delta`, and delta types added to the protocol later, are not modelled.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn stop_block(&mut self, index: usize) -> Result<(), ProviderError> {
+        let (Some(content), Some(block)) = (self.message.content.get_mut(index), self.blocks.get_mut(index)) else {
+            return Err(ProviderError::Protocol(format!("stop for content block {index}, which never started")));
+        };
+        let json = std::mem::take(&mut block.partial_json);
+        let input = || -> Result<Value, ProviderError> {
+            if json.trim().is_empty() {
+                return Ok(Value::Object(Map::new()));
+            }
+            serde_json::from_str(&json).map_err(|e| {
+                ProviderError::Protocol(format!("invalid tool input json in block {index}: {e}: {}", truncate(&json)))
+            })
+        };
+        match content {
+            Content::ToolCall { arguments, .. } => {
+                *arguments = if json.is_empty() { arguments.take() } else { input()? }
+            }
+            Content::Opaque { data, .. } if !json.is_empty() => data["input"] = input()?,
+            _ => {}
+        }
+        // A tool call whose start carried no input and got no fragments takes `{}`.
+        if let Content::ToolCall { arguments, .. } = content
+            && arguments.is_null()
+        {
+            *arguments = Value::Object(Map::new());
+        }
+        Ok(())
+    }
+}
+
+fn block_index(payload: &Value) -> Result<usize, ProviderError> {
+    payload["index"].as_u64().map(|i| i as usize).ok_or_else(|| {
+        ProviderError::Protocol(format!("content block event without index: {}", truncate(&payload.to_string())))
+    })
+}
+
+/// The content a started block becomes.
+fn block_content(block: &Value) -> Content {
+    let str_of = |field: &str| block[field].as_str().unwrap_or_default().to_owned();
+    match block["type"].as_str().unwrap_or_default() {
+        // Citations on text blocks are not kept: the service does not need them on the next turn.
+        "text" => Content::text(str_of("text")),
+        "thinking" => Content::Thinking {
+            thinking: str_of("thinking"),
+            signature: block["signature"].as_str().filter(|s| !s.is_empty()).map(str::to_owned),
+            redacted: false,
+            id: None,
+        },
+        "redacted_thinking" => {
+            Content::Thinking { thinking: String::new(), signature: Some(str_of("data")), redacted: true, id: None }
+        }
+        "tool_use" => {
+            // The input arrives in fragments; a start that already carries one keeps it.
+            let input = block["input"].as_object().filter(|o| !o.is_empty()).map(|o| Value::Object(o.clone()));
+            Content::tool_call(str_of("id"), str_of("name"), input.unwrap_or(Value::Null))
+        }
+        _ => Content::Opaque { provider: PROVIDER_ID.to_owned(), data: block.clone() },
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
+        "tool_use" => StopReason::ToolUse,
+        // end_turn, stop_sequence, pause_turn, refusal: the model is done for this turn.
+        _ => StopReason::Stop,
+    }
+}
+
+/// Usage fields present in `usage` overwrite ours (`message_delta` repeats them cumulatively).
+fn apply_usage(usage: &mut Usage, json: &Value) {
+    let field = |name: &str| json[name].as_u64();
+    if let Some(n) = field("input_tokens") {
+        usage.input = n;
+    }
+    if let Some(n) = field("output_tokens") {
+        usage.output = n;
+    }
+    if let Some(n) = field("cache_read_input_tokens") {
+        usage.cache_read = n;
+    }
+    if let Some(n) = field("cache_creation_input_tokens") {
+        usage.cache_write = n;
+    }
+    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+}
+
+/// An `error` event's payload as a [`ProviderError`].
+fn stream_error(error: &Value) -> ProviderError {
+    let message = error["message"].as_str().unwrap_or("unknown error").to_owned();
+    match error["type"].as_str().unwrap_or_default() {
+        "overloaded_error" => ProviderError::Unavailable { status: 529, message },
+        "api_error" => ProviderError::Unavailable { status: 500, message },
+        "rate_limit_error" => ProviderError::RateLimited { retry_after_ms: None, message },
+        "authentication_error" | "permission_error" => ProviderError::Auth(message),
+        "request_too_large" => ProviderError::classify(413, message),
+        "invalid_request_error" => ProviderError::classify(400, message),
+        _ => ProviderError::Api { status: None, message },
+    }
+}
+
+fn truncate(text: &str) -> &str {
+    match text.char_indices().nth(200) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+use serde_json::json;
+
+use super::*;
+
+/// An SSE frame of `payload`, named by its `type`.
+fn frame(payload: Value) -> String {
+    format!("event: {}\ndata: {payload}\n\n", payload["type"].as_str().unwrap())
+}
+
+fn start() -> String {
+    frame(
+        json!({"type": "message_start", "message": {"id": "m", "model": "claude-t", "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+    )
+}
+
+fn decode(stream: &str) -> Vec<StreamEvent> {
+    let mut decoder = AnthropicDecoder::new("requested");
+    let mut out = Vec::new();
+    decoder.feed(stream.as_bytes(), &mut out);
+    decoder.finish(&mut out);
+    out
+}
+
+fn terminal(events: &[StreamEvent]) -> (&AssistantMessage, Option<&ProviderError>) {
+    match events.last() {
+        Some(StreamEvent::Done(m)) => (m, None),
+        Some(StreamEvent::Error { partial, error }) => (partial, Some(error)),
+        other => panic!("no terminal event: {other:?}"),
+    }
+}
+
+#[test]
+fn a_mid_stream_error_keeps_the_partial_text() {
+    let stream = start()
+        + &frame(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+        + &frame(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half"}}))
+        + &frame(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}));
+    let events = decode(&stream);
+    let (partial, error) = terminal(&events);
+    assert_eq!(error, Some(&ProviderError::Unavailable { status: 529, message: "Overloaded".into() }));
+    assert_eq!((partial.text().as_str(), partial.stop_reason), ("Half", StopReason::Error));
+    assert_eq!(events.iter().filter(|e| matches!(e, StreamEvent::Error { .. })).count(), 1);
+}
+
+#[test]
+fn error_types_map_to_provider_errors() {
+    for (kind, message, expected) in [
+        ("rate_limit_error", "slow", ProviderError::RateLimited { retry_after_ms: None, message: "slow".into() }),
+        ("authentication_error", "key", ProviderError::Auth("key".into())),
+        ("api_error", "boom", ProviderError::Unavailable { status: 500, message: "boom".into() }),
+        (
+            "invalid_request_error",
+            "prompt is too long: 1 > 0",
+            ProviderError::ContextOverflow { message: "prompt is too long: 1 > 0".into() },
+        ),
+        ("invalid_request_error", "bad", ProviderError::Api { status: Some(400), message: "bad".into() }),
+    ] {
+        let events = decode(&frame(json!({"type": "error", "error": {"type": kind, "message": message}})));
+        assert_eq!(terminal(&events).1, Some(&expected), "{kind}");
+    }
+}
+
+#[test]
+fn a_stream_cut_before_message_stop_is_an_error_with_what_arrived() {
+    let stream = start()
+        + &frame(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+        + &frame(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "cut"}}));
+    let events = decode(&stream);
+    let (partial, error) = terminal(&events);
+    assert_eq!(partial.text(), "cut");
+    assert_eq!(error, Some(&ProviderError::Protocol("the stream ended before message_stop".into())));
+}
+
+#[test]
+fn malformed_payloads_are_clear_protocol_errors() {
+    let events = decode(&(start() + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"ind\n\n"));
+    let Some(ProviderError::Protocol(message)) = terminal(&events).1 else { panic!("{events:?}") };
+    assert!(message.starts_with("invalid json in `content_block_delta` event"), "{message}");
+
+    let events = decode(
+        &(start()
+            + &frame(json!({"type": "content_block_delta", "index": 4, "delta": {"type": "text_delta", "text": "x"}}))),
+    );
+    assert_eq!(
+        terminal(&events).1,
+        Some(&ProviderError::Protocol("delta for content block 4, which never started".into()))
+    );
+
+    let stream = start()
+        + &frame(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
+        )
+        + &frame(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}}),
+        )
+        + &frame(json!({"type": "content_block_stop", "index": 0}));
+    let events = decode(&stream);
+    let Some(ProviderError::Protocol(message)) = terminal(&events).1 else { panic!("{events:?}") };
+    assert!(message.starts_with("invalid tool input json in block 0"), "{message}");
+}
+
+#[test]
+fn tool_calls_without_input_fragments_take_an_empty_object() {
+    let stream = start()
+        + &frame(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "now", "input": {}}}),
+        )
+        + &frame(json!({"type": "content_block_stop", "index": 0}))
+        + &frame(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}))
+        + &frame(json!({"type": "message_stop"}));
+    let events = decode(&stream);
+    let (message, error) = terminal(&events);
+    assert_eq!(error, None);
+    assert_eq!(message.content, [Content::tool_call("t", "now", json!({}))]);
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(message.usage, Usage { input: 3, output: 9, cache_read: 0, cache_write: 0, total_tokens: 12 });
+}
+
+#[test]
+fn unknown_blocks_are_kept_whole_with_their_streamed_input() {
+    let stream = start()
+        + &frame(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}}),
+        )
+        + &frame(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"query\": \"x\"}"}}),
+        )
+        + &frame(json!({"type": "content_block_stop", "index": 0}))
+        + &frame(
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "future_block", "payload": [1, 2]}}),
+        )
+        + &frame(json!({"type": "content_block_stop", "index": 1}))
+        + &frame(json!({"type": "message_stop"}));
+    let events = decode(&stream);
+    let (message, _) = terminal(&events);
+    assert_eq!(
+        message.content,
+        [
+            Content::Opaque {
+                provider: "anthropic".into(),
+                data: json!({"type": "server_tool_use", "id": "s", "name": "web_search", "input": {"query": "x"}})
+            },
+            Content::Opaque { provider: "anthropic".into(), data: json!({"type": "future_block", "payload": [1, 2]}) },
+        ]
+    );
+    assert_eq!(message.tool_calls().count(), 0, "server tools are not ours to run");
+}
+
+#[test]
+fn stop_reasons_map_to_ours() {
+    for (theirs, ours) in [
+        ("end_turn", StopReason::Stop),
+        ("stop_sequence", StopReason::Stop),
+        ("pause_turn", StopReason::Stop),
+        ("refusal", StopReason::Stop),
+        ("max_tokens", StopReason::Length),
+        ("model_context_window_exceeded", StopReason::Length),
+        ("tool_use", StopReason::ToolUse),
+    ] {
+        assert_eq!(stop_reason(theirs), ours, "{theirs}");
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+        let mut decoder = AnthropicDecoder::new("m");
+        let mut out = Vec::new();
+        decoder.feed(&bytes, &mut out);
+        decoder.finish(&mut out);
+        let ends_well = matches!(out.last(), Some(StreamEvent::Done(_) | StreamEvent::Error { .. }));
+        proptest::prop_assert!(ends_well, "every stream ends with one terminal event");
+    }
+}

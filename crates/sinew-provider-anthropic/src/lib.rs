@@ -1,0 +1,33 @@
+//! The Anthropic Messages protocol for sinew.
+//!
+//! Sans-IO at its heart: [`AnthropicDecoder`] turns the bytes of a streamed `/v1/messages`
+//! response into [`sinew_core::StreamEvent`]s and the final [`sinew_core::AssistantMessage`]. The
+//! request builder and the HTTP transport join it with `sinew-http`'s client.
+//!
+//! ```
+//! use sinew_core::StreamEvent;
+//! use sinew_provider_anthropic::AnthropicDecoder;
+//!
+//! let stream = concat!(
+//!     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-x\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n",
+//!     "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+//!     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+//!     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+//!     "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
+//!     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+//! );
+//! let mut decoder = AnthropicDecoder::new("claude-x");
+//! let mut events = Vec::new();
+//! decoder.feed(stream.as_bytes(), &mut events);
+//! decoder.finish(&mut events);
+//! let Some(StreamEvent::Done(message)) = events.last() else { panic!("no final message") };
+//! assert_eq!(message.text(), "Hi");
+//! assert_eq!(message.usage.output, 2);
+//! ```
+//!
+//! ## Feature flags
+//! None.
+
+mod decode;
+
+pub use decode::{AnthropicDecoder, PROVIDER_ID};

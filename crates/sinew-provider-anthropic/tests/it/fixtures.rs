@@ -1,0 +1,149 @@
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use serde_json::Value;
+use sinew_core::{AssistantMessage, Content, StopReason, StreamDelta, StreamEvent};
+use sinew_provider_anthropic::AnthropicDecoder;
+
+fn fixtures_dir() -> PathBuf {
+    let dir = std::env::var_os("SINEW_FIXTURES_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
+    assert!(
+        dir.join("EXPECTED.json").exists(),
+        "the recorded provider streams are missing at {}: put shared/ beside the repository or set SINEW_FIXTURES_DIR",
+        dir.display()
+    );
+    dir
+}
+
+/// Every recorded Anthropic stream with its expected result.
+fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
+    let dir = fixtures_dir();
+    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("EXPECTED.json")).unwrap()).unwrap();
+    let list: Vec<_> = expected
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, e)| e["protocol_parser"] == "anthropic")
+        .map(|(name, e)| (name.clone(), std::fs::read(dir.join(name)).unwrap(), e["expected"].clone()))
+        .collect();
+    assert!(list.len() >= 11, "only {} Anthropic streams", list.len());
+    list
+}
+
+fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
+    let mut decoder = AnthropicDecoder::new("requested-model");
+    let mut out = Vec::new();
+    for chunk in chunks {
+        decoder.feed(chunk, &mut out);
+    }
+    decoder.finish(&mut out);
+    out
+}
+
+/// The final message, its timestamp zeroed (it records when decoding happened).
+fn final_message(name: &str, events: &[StreamEvent]) -> AssistantMessage {
+    match events.last() {
+        Some(StreamEvent::Done(message)) => AssistantMessage { timestamp: 0, ..message.clone() },
+        other => panic!("{name}: ended with {other:?}"),
+    }
+}
+
+#[test]
+fn every_recorded_stream_decodes_to_the_expected_message() {
+    for (name, bytes, expected) in fixtures() {
+        let events = decode(&[&bytes]);
+        let message = final_message(&name, &events);
+        let text: String = message.content.iter().filter_map(Content::as_text).collect();
+        assert_eq!(text, expected["text"].as_str().unwrap(), "{name}: text");
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, text, "{name}: the deltas add up to the text");
+
+        let calls: Vec<Value> = message
+            .tool_calls()
+            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "input": c.arguments}))
+            .collect();
+        assert_eq!(Value::Array(calls), expected["tool_calls"], "{name}: tool calls");
+
+        let want_stop = match expected["stop_reason"].as_str().unwrap() {
+            "max_tokens" => StopReason::Length,
+            "tool_use" => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        assert_eq!(message.stop_reason, want_stop, "{name}: stop reason");
+        assert_eq!(message.model, expected["model"].as_str().unwrap(), "{name}: model");
+
+        let usage = &expected["usage"];
+        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+        assert_eq!(
+            (message.usage.input, message.usage.output, message.usage.cache_read, message.usage.cache_write),
+            (n("input_tokens"), n("output_tokens"), n("cache_read_input_tokens"), n("cache_creation_input_tokens")),
+            "{name}: usage"
+        );
+
+        if let Some(thinking) = expected["thinking"].as_str() {
+            let (got, signature) = message
+                .content
+                .iter()
+                .find_map(|c| match c {
+                    Content::Thinking { thinking, signature, redacted: false, .. } => {
+                        Some((thinking.as_str(), signature))
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{name}: no thinking"));
+            assert_eq!(got, thinking, "{name}: thinking");
+            assert_eq!(signature.is_some(), expected["thinking_signature_present"] == true, "{name}: signature");
+        }
+        // Every block of the recording is in the message, at its index, redacted data intact.
+        let blocks = expected["blocks"].as_array().unwrap();
+        assert_eq!(message.content.len(), blocks.len(), "{name}: blocks");
+        for (content, block) in message.content.iter().zip(blocks) {
+            match (block["type"].as_str().unwrap(), content) {
+                ("text", Content::Text { .. }) | ("thinking", Content::Thinking { redacted: false, .. }) => {}
+                ("tool_use", Content::ToolCall { .. }) => {}
+                ("redacted_thinking", Content::Thinking { redacted: true, signature: Some(data), .. }) => {
+                    assert_eq!(data.len() as u64, block["data_len"].as_u64().unwrap(), "{name}: redacted data");
+                }
+                (other, Content::Opaque { data, .. }) => {
+                    assert_eq!(data["type"], other, "{name}");
+                    if block["input_complete"] == true {
+                        assert_eq!(data["input"], block["input"], "{name}: server tool input");
+                    }
+                }
+                (kind, content) => panic!("{name}: block {kind} became {content:?}"),
+            }
+        }
+        assert!(expected["errors"].as_array().unwrap().is_empty(), "{name}: fixture with errors needs a check");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
+        for (name, bytes, _) in fixtures() {
+            let whole = final_message(&name, &decode(&[&bytes]));
+            let mut points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut start = 0;
+            for p in points {
+                chunks.push(&bytes[start..p]);
+                start = p;
+            }
+            chunks.push(&bytes[start..]);
+            prop_assert_eq!(final_message(&name, &decode(&chunks)), whole.clone(), "{}", name);
+            let single: Vec<&[u8]> = bytes.chunks(1).collect();
+            prop_assert_eq!(final_message(&name, &decode(&single)), whole, "{}", name);
+        }
+    }
+}
