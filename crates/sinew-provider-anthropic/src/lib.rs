@@ -1,8 +1,10 @@
 //! The Anthropic Messages protocol for sinew.
 //!
-//! Sans-IO at its heart: [`AnthropicDecoder`] turns the bytes of a streamed `/v1/messages`
-//! response into [`sinew_core::StreamEvent`]s and the final [`sinew_core::AssistantMessage`]. The
-//! request builder and the HTTP transport join it with `sinew-http`'s client.
+//! Sans-IO at its heart: [`build_request`] turns a [`sinew_core::StreamRequest`] into the headers
+//! and JSON body of a streaming `/v1/messages` call (API key or OAuth, prompt-cache breakpoints,
+//! thinking budgets, tool results grouped per turn, signatures sent back only to Anthropic), and
+//! [`AnthropicDecoder`] turns the response bytes into [`sinew_core::StreamEvent`]s and the final
+//! [`sinew_core::AssistantMessage`]. The HTTP transport joins them with `sinew-http`'s client.
 //!
 //! ```
 //! use sinew_core::StreamEvent;
@@ -29,5 +31,7 @@
 //! None.
 
 mod decode;
+mod request;
 
 pub use decode::{AnthropicDecoder, PROVIDER_ID};
+pub use request::{AnthropicAuth, AnthropicConfig, HttpRequest, body, build_request, thinking_budget};

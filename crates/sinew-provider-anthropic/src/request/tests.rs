@@ -1,0 +1,208 @@
+use serde_json::json;
+use sinew_core::{CacheConfig, ToolDefinition, ToolResultMessage, Usage, UserMessage};
+
+use super::*;
+
+fn assistant(provider: &str, stop_reason: StopReason, content: Vec<Content>) -> Message {
+    Message::Assistant(AssistantMessage {
+        content,
+        stop_reason,
+        model: "claude-x".into(),
+        provider: provider.into(),
+        usage: Usage::default(),
+        timestamp: 0,
+        error_message: None,
+    })
+}
+
+fn result(id: &str, text: &str, is_error: bool) -> Message {
+    Message::ToolResult(ToolResultMessage {
+        tool_call_id: id.into(),
+        tool_name: "read".into(),
+        content: vec![Content::text(text)],
+        is_error,
+        timestamp: 0,
+        details: Value::Null,
+    })
+}
+
+/// A history with everything the builder must handle.
+fn history() -> Vec<Message> {
+    vec![
+        Message::User(UserMessage {
+            content: vec![Content::text("What is in this picture?"), Content::image("iVBORw0K", "image/png")],
+            timestamp: 0,
+        }),
+        assistant(
+            "anthropic",
+            StopReason::ToolUse,
+            vec![
+                Content::Thinking {
+                    thinking: "Let me look.".into(),
+                    signature: Some("sig-1".into()),
+                    redacted: false,
+                    id: None,
+                },
+                Content::Thinking {
+                    thinking: String::new(),
+                    signature: Some("REDACTED==".into()),
+                    redacted: true,
+                    id: None,
+                },
+                Content::text("Reading two files."),
+                Content::tool_call("toolu_1", "read", json!({"path": "a.txt"})),
+                Content::tool_call("call:2/x", "read", json!({"path": "b.txt"})),
+                Content::Opaque {
+                    provider: "anthropic".into(),
+                    data: json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}}),
+                },
+                Content::Opaque { provider: "openai".into(), data: json!({"type": "reasoning"}) },
+            ],
+        ),
+        result("toolu_1", "alpha", false),
+        result("call:2/x", "no such file", true),
+        assistant("anthropic", StopReason::Error, vec![]),
+        assistant(
+            "openai",
+            StopReason::Stop,
+            vec![
+                Content::Thinking {
+                    thinking: "foreign".into(),
+                    signature: Some("enc".into()),
+                    redacted: false,
+                    id: Some("rs_1".into()),
+                },
+                Content::text("From another model."),
+            ],
+        ),
+        Message::user("Thanks, go on."),
+    ]
+}
+
+fn tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition {
+            name: "read".into(),
+            description: "Read a file.".into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        },
+        ToolDefinition {
+            name: "write".into(),
+            description: "Write a file.".into(),
+            parameters: json!({"type": "object"}),
+        },
+    ]
+}
+
+fn build(history: &[Message], adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = tools();
+    let mut request = StreamRequest::new("claude-sonnet-4-5", "You are terse.", &refs);
+    request.tools = &tools;
+    adjust(&mut request);
+    body(&AnthropicConfig::new("sk-ant-secret"), &request)
+}
+
+#[test]
+fn a_rich_history_becomes_the_documented_body() {
+    let body = build(&history(), |r| {
+        r.thinking_level = ThinkingLevel::Medium;
+        r.max_tokens = Some(1000);
+        r.temperature = Some(0.2);
+    });
+    insta::assert_json_snapshot!(body);
+}
+
+#[test]
+fn cache_breakpoints_follow_the_strategy() {
+    let count = |body: &Value| body.to_string().matches("cache_control").count();
+    let history = history();
+    let auto = build(&history, |_| {});
+    assert_eq!(count(&auto), 3);
+    assert_eq!(auto["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+    assert_eq!(auto["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
+    assert!(auto["tools"][0].get("cache_control").is_none());
+    for (strategy, expected) in [
+        (CacheStrategy::Disabled, 0),
+        (CacheStrategy::Manual { cache_system: true, cache_tools: false, cache_messages: false }, 1),
+        (CacheStrategy::Manual { cache_system: false, cache_tools: true, cache_messages: true }, 2),
+    ] {
+        let body = build(&history, |r| r.cache_config = CacheConfig { enabled: true, strategy });
+        assert_eq!(count(&body), expected, "{strategy:?}");
+    }
+    let off = build(&history, |r| r.cache_config = CacheConfig { enabled: false, strategy: CacheStrategy::Auto });
+    assert_eq!(count(&off), 0);
+}
+
+#[test]
+fn thinking_levels_set_budgets_the_api_accepts() {
+    let history = [Message::user("hi")];
+    for (level, budget) in [
+        (ThinkingLevel::Minimal, 1024),
+        (ThinkingLevel::Low, 1024),
+        (ThinkingLevel::Medium, 2048),
+        (ThinkingLevel::High, 8192),
+    ] {
+        let body = build(&history, |r| {
+            r.thinking_level = level;
+            r.temperature = Some(1.0);
+        });
+        assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": budget}), "{level:?}");
+        assert!(body["max_tokens"].as_u64().unwrap() > budget, "{level:?}");
+        assert!(body.get("temperature").is_none(), "{level:?}: no temperature with thinking");
+    }
+    let body = build(&history, |r| r.temperature = Some(0.5));
+    assert!(body.get("thinking").is_none());
+    assert_eq!(body["temperature"], json!(0.5));
+    assert_eq!(body["max_tokens"], json!(8192));
+}
+
+#[test]
+fn headers_for_api_keys_and_oauth_and_no_secret_in_debug() {
+    let refs: Vec<&Message> = Vec::new();
+    let request = StreamRequest::new("m", "", &refs);
+    let mut config = AnthropicConfig::new("sk-ant-secret");
+    config.base_url = "http://localhost:9/".into();
+    let http = build_request(&config, &request);
+    assert_eq!(http.url, "http://localhost:9/v1/messages");
+    let header = |h: &HttpRequest, k: &str| h.headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(header(&http, "x-api-key").as_deref(), Some("sk-ant-secret"));
+    assert_eq!(header(&http, "anthropic-version").as_deref(), Some("2023-06-01"));
+    assert_eq!(header(&http, "authorization"), None);
+    assert!(!format!("{http:?}").contains("sk-ant-secret"));
+    assert!(!format!("{config:?}").contains("sk-ant-secret"));
+
+    config.auth = AnthropicAuth::OAuth("oauth-token".into());
+    let http = build_request(&config, &request);
+    assert_eq!(header(&http, "authorization").as_deref(), Some("Bearer oauth-token"));
+    assert_eq!(header(&http, "x-api-key"), None);
+    assert_eq!(
+        header(&http, "anthropic-beta").as_deref(),
+        Some("claude-code-20250219,oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14")
+    );
+    assert_eq!(header(&http, "x-app").as_deref(), Some("cli"));
+    assert_eq!(header(&http, "anthropic-dangerous-direct-browser-access").as_deref(), Some("true"));
+    assert_eq!(header(&http, "user-agent").as_deref(), Some("claude-cli/2.1.2"));
+    assert!(!format!("{http:?}").contains("oauth-token"));
+    let body: Value = serde_json::from_slice(&http.body).unwrap();
+    assert_eq!(body["stream"], json!(true));
+    assert!(body.get("system").is_none(), "no system block for an empty prompt");
+}
+
+#[test]
+fn an_aborted_answer_keeps_its_text_but_drops_unsigned_thinking() {
+    let history = [
+        Message::user("q"),
+        assistant(
+            "anthropic",
+            StopReason::Aborted,
+            vec![
+                Content::Thinking { thinking: "half a tho".into(), signature: None, redacted: false, id: None },
+                Content::text("partial"),
+            ],
+        ),
+        Message::user("go on"),
+    ];
+    let body = build(&history, |r| r.cache_config = CacheConfig { enabled: false, strategy: CacheStrategy::Auto });
+    assert_eq!(body["messages"][1], json!({"role": "assistant", "content": [{"type": "text", "text": "partial"}]}));
+}
