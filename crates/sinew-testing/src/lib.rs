@@ -5,6 +5,8 @@
 //!   and records the requests it got.
 //! - [`EchoTool`] and [`FnTool`]: tools for tests.
 //! - [`assert_history_valid`], [`assert_subsequence`], [`shape`], [`streamed_text`]: assertions.
+//! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`split_at_points`]: the recorded
+//!   provider streams of `shared/fixtures`, for decoder tests.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -26,9 +28,11 @@
 //! None.
 
 mod assert;
+mod fixtures;
 mod mock;
 mod tools;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
+pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, split_at_points};
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use tools::{EchoTool, FnTool};

@@ -1,20 +1,6 @@
-use std::path::PathBuf;
-
 use serde_json::Value;
 use sinew_http::sse::{SseDecoder, SseEvent};
-
-/// `SINEW_FIXTURES_DIR`, or `shared/fixtures` beside the repository (where CI puts it).
-fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("SINEW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
-    assert!(
-        dir.join("EXPECTED.json").exists(),
-        "the recorded provider streams are missing at {}: put shared/ beside the repository or set SINEW_FIXTURES_DIR",
-        dir.display()
-    );
-    dir
-}
+use sinew_testing::{expected_results, fixture_bytes};
 
 fn decode<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseEvent>, usize) {
     let mut decoder = SseDecoder::new();
@@ -28,14 +14,12 @@ fn decode<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseEvent>, usi
 
 #[test]
 fn every_recorded_sse_stream_decodes_the_same_whole_and_byte_by_byte() {
-    let dir = fixtures_dir();
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("EXPECTED.json")).unwrap()).unwrap();
     let mut checked = 0;
-    for (name, entry) in expected.as_object().unwrap() {
+    for (name, entry) in &expected_results() {
         if !name.ends_with(".sse") {
             continue;
         }
-        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let bytes = fixture_bytes(name);
         let (events, comments) = decode([bytes.as_slice()]);
         assert!(!events.is_empty(), "{name}: no events");
         assert_eq!(decode(bytes.chunks(1)), (events.clone(), comments), "{name}: byte by byte differs");

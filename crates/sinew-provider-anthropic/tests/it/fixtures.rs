@@ -1,32 +1,18 @@
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use serde_json::Value;
 use sinew_core::{AssistantMessage, Content, StopReason, StreamDelta, StreamEvent};
 use sinew_provider_anthropic::AnthropicDecoder;
-
-fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("SINEW_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
-    assert!(
-        dir.join("EXPECTED.json").exists(),
-        "the recorded provider streams are missing at {}: put shared/ beside the repository or set SINEW_FIXTURES_DIR",
-        dir.display()
-    );
-    dir
-}
+use sinew_testing::{expected_results, fixture_bytes, split_at_points};
 
 /// Every recorded Anthropic stream with its expected result.
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
-    let dir = fixtures_dir();
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("EXPECTED.json")).unwrap()).unwrap();
-    let list: Vec<_> = expected
-        .as_object()
-        .unwrap()
-        .iter()
+    let list: Vec<_> = expected_results()
+        .into_iter()
         .filter(|(_, e)| e["protocol_parser"] == "anthropic")
-        .map(|(name, e)| (name.clone(), std::fs::read(dir.join(name)).unwrap(), e["expected"].clone()))
+        .map(|(name, e)| {
+            let bytes = fixture_bytes(&name);
+            (name, bytes, e["expected"].clone())
+        })
         .collect();
     assert!(list.len() >= 11, "only {} Anthropic streams", list.len());
     list
@@ -132,15 +118,8 @@ proptest! {
     fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
         for (name, bytes, _) in fixtures() {
             let whole = final_message(&name, &decode(&[&bytes]));
-            let mut points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            points.sort_unstable();
-            let mut chunks = Vec::new();
-            let mut start = 0;
-            for p in points {
-                chunks.push(&bytes[start..p]);
-                start = p;
-            }
-            chunks.push(&bytes[start..]);
+            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            let chunks = split_at_points(&bytes, &points);
             prop_assert_eq!(final_message(&name, &decode(&chunks)), whole.clone(), "{}", name);
             let single: Vec<&[u8]> = bytes.chunks(1).collect();
             prop_assert_eq!(final_message(&name, &decode(&single)), whole, "{}", name);
