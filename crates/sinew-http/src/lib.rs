@@ -1,8 +1,15 @@
 //! sinew's HTTP layer, shared by every crate that talks HTTP.
 //!
-//! Today it holds the incremental server-sent events decoder ([`sse::SseDecoder`]) the provider
-//! crates build their stream decoders on. The hyper + rustls client (pooling, timeouts, proxies,
-//! retries honouring `retry-after`, status → `ProviderError`) joins it with the provider crates.
+//! - [`HttpClient`]: one pooled hyper client over rustls (ring provider; Mozilla's roots by
+//!   default, the platform's with `native-roots`), with connect and read timeouts and optional
+//!   proxies ([`HttpClient::from_env`] reads `HTTPS_PROXY`/`NO_PROXY`; nothing is read implicitly).
+//! - [`HttpClient::send`]: retries with [`sinew_core::RetryConfig`], honouring `retry-after`,
+//!   `retry-after-ms` and `x-should-retry`, and maps failed statuses to
+//!   [`sinew_core::ProviderError`] ([`error_for_status`]).
+//! - [`sse::SseDecoder`]: incremental server-sent events decoding.
+//! - [`stream_response`]: the thin transport of every provider: send, then feed the body to a
+//!   pure [`StreamDecoder`], with cancellation at every await.
+//! - [`HttpRequest`]: what the pure request builders produce; its `Debug` hides secrets.
 //!
 //! ```
 //! use sinew_http::sse::SseDecoder;
@@ -16,6 +23,17 @@
 //! ```
 //!
 //! ## Feature flags
-//! None.
+//! - `webpki-roots` (default): trust Mozilla's root certificates, compiled in.
+//! - `native-roots`: trust the operating system's store (falls back to Mozilla's roots when both
+//!   features are on and the store is empty).
 
+mod client;
+mod request;
+mod retry;
 pub mod sse;
+mod stream;
+
+pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
+pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, redact_url};
+pub use retry::{default_retry, error_for_status, error_message, retry_after};
+pub use stream::{StreamDecoder, stream_response};

@@ -81,7 +81,12 @@ impl AnthropicDecoder {
         self.events.clear();
     }
 
-    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+    /// Ends the stream with `error` (a broken connection, cancellation), keeping what arrived as
+    /// the partial message. Nothing happens if the stream already ended.
+    pub fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
         self.finished = true;
         let mut partial = self.message.clone();
         partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
@@ -290,3 +295,17 @@ fn truncate(text: &str) -> &str {
 
 #[cfg(test)]
 mod tests;
+
+impl sinew_http::StreamDecoder for AnthropicDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
+        AnthropicDecoder::feed(self, bytes, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) {
+        AnthropicDecoder::finish(self, out);
+    }
+
+    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+        AnthropicDecoder::fail(self, error, out);
+    }
+}

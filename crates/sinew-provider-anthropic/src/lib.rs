@@ -4,7 +4,8 @@
 //! and JSON body of a streaming `/v1/messages` call (API key or OAuth, prompt-cache breakpoints,
 //! thinking budgets, tool results grouped per turn, signatures sent back only to Anthropic), and
 //! [`AnthropicDecoder`] turns the response bytes into [`sinew_core::StreamEvent`]s and the final
-//! [`sinew_core::AssistantMessage`]. The HTTP transport joins them with `sinew-http`'s client.
+//! [`sinew_core::AssistantMessage`]. [`AnthropicProvider`] joins them over `sinew-http`'s client
+//! as a [`sinew_core::StreamProvider`].
 //!
 //! ```
 //! use sinew_core::StreamEvent;
@@ -31,7 +32,10 @@
 //! None.
 
 mod decode;
+mod provider;
 mod request;
 
 pub use decode::{AnthropicDecoder, PROVIDER_ID};
-pub use request::{AnthropicAuth, AnthropicConfig, HttpRequest, body, build_request, thinking_budget};
+pub use provider::AnthropicProvider;
+pub use request::{AnthropicAuth, AnthropicConfig, body, build_request, thinking_budget};
+pub use sinew_http::HttpRequest;

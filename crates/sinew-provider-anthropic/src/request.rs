@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 use sinew_core::{AssistantMessage, CacheStrategy, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_http::HttpRequest;
 
 use crate::decode::PROVIDER_ID;
 
@@ -48,32 +49,6 @@ impl AnthropicConfig {
     }
 }
 
-/// An HTTP request, ready for any transport.
-#[derive(Clone, PartialEq, Eq)]
-pub struct HttpRequest {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl fmt::Debug for HttpRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headers: Vec<(&str, &str)> = self
-            .headers
-            .iter()
-            .map(|(k, v)| match k.as_str() {
-                "x-api-key" | "authorization" => (k.as_str(), "****"),
-                _ => (k.as_str(), v.as_str()),
-            })
-            .collect();
-        f.debug_struct("HttpRequest")
-            .field("url", &self.url)
-            .field("headers", &headers)
-            .field("body", &String::from_utf8_lossy(&self.body))
-            .finish()
-    }
-}
-
 /// Thinking budgets by level. The API refuses budgets under 1,024 tokens, so `Minimal` and `Low`
 /// (128 and 512 in the roadmap) ask for that floor.
 pub fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
@@ -107,9 +82,10 @@ pub fn build_request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> H
     }
     headers.extend(config.extra_headers.iter().cloned());
     HttpRequest {
+        method: http::Method::POST,
         url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
         headers,
-        body: body(config, request).to_string().into_bytes(),
+        body: body(config, request).to_string().into(),
     }
 }
 

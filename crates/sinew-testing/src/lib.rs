@@ -5,6 +5,9 @@
 //!   and records the requests it got.
 //! - [`EchoTool`] and [`FnTool`]: tools for tests.
 //! - [`assert_history_valid`], [`assert_subsequence`], [`shape`], [`streamed_text`]: assertions.
+//! - [`MockServer`]: a real HTTP server on loopback answering from a script or a function, with
+//!   bodies in timed chunks, dropped connections and hanging responses, for transport tests.
+//! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`split_at_points`]: the recorded
 //!   provider streams of `shared/fixtures`, for decoder tests.
 //!
@@ -30,9 +33,12 @@
 mod assert;
 mod fixtures;
 mod mock;
+mod server;
 mod tools;
+pub mod transport;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
 pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, split_at_points};
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
+pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};

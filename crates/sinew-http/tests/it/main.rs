@@ -1,3 +1,5 @@
-//! The SSE decoder on streams recorded from the real services (`../shared/fixtures`).
+//! The SSE decoder on streams recorded from the real services (`../shared/fixtures`), and the
+//! client against a real server on loopback.
 
+mod client;
 mod fixtures;

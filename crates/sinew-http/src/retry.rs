@@ -1,0 +1,252 @@
+//! Failed responses → [`ProviderError`], and retries that honour what the server asked for.
+
+use std::time::{Duration, SystemTime};
+
+use http::HeaderMap;
+use serde_json::Value;
+use sinew_core::{ProviderError, RetryConfig, delay_for_attempt};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{HttpClient, HttpResponse};
+use crate::request::{HttpRequest, redact_url};
+
+/// How much of an error body is read to explain the failure.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The longest server-requested delay that is honoured; longer ones fall back to backoff, as the
+/// official SDKs do (a call should not silently sleep for minutes).
+const MAX_SERVER_DELAY: Duration = Duration::from_secs(60);
+
+/// The retries a provider makes by default before its error reaches the agent loop: two, after
+/// 0.5 s and 1 s (the official SDKs' policy).
+pub fn default_retry() -> RetryConfig {
+    RetryConfig { max_retries: 2, initial_delay_ms: 500, backoff_multiplier: 2.0, max_delay_ms: 8_000 }
+}
+
+impl HttpClient {
+    /// Sends `request`, retrying failures that may pass on a second try, and returns the first
+    /// successful (2xx) response.
+    ///
+    /// Retried: connection failures, 408, 409, 429 and 5xx, unless the server answers
+    /// `x-should-retry: false`; `x-should-retry: true` retries any status. The delay is the
+    /// server's `retry-after-ms`, or `retry-after` in seconds or as an HTTP date (up to 60 s),
+    /// else `retry`'s exponential backoff. Each retry is logged at `WARN` with the attempt, the
+    /// maximum, the delay and the error. Cancellation ends the wait at once with
+    /// [`ProviderError::Cancelled`].
+    pub async fn send(
+        &self,
+        request: &HttpRequest,
+        retry: &RetryConfig,
+        cancel: &CancellationToken,
+    ) -> Result<HttpResponse, ProviderError> {
+        let mut attempt = 0;
+        loop {
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                outcome = self.send_once(request) => outcome,
+            };
+            let (error, should_retry, server_delay) = match outcome {
+                Ok(response) if response.status.is_success() => return Ok(response),
+                Ok(mut response) => {
+                    let body = tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                        body = response.bytes(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
+                    };
+                    let status = response.status.as_u16();
+                    let delay = retry_after(&response.headers, SystemTime::now());
+                    let error = error_for_status(status, &body, delay);
+                    let retryable = match should_retry_header(&response.headers) {
+                        Some(answer) => answer,
+                        None => error.is_retryable() || status == 408 || status == 409,
+                    };
+                    (error, retryable, delay)
+                }
+                Err(error) => {
+                    let retryable = error.is_retryable();
+                    (error, retryable, None)
+                }
+            };
+            if !should_retry || attempt >= retry.max_retries {
+                return Err(error);
+            }
+            attempt += 1;
+            let delay =
+                server_delay.filter(|d| *d <= MAX_SERVER_DELAY).unwrap_or_else(|| delay_for_attempt(retry, attempt));
+            tracing::warn!(
+                attempt,
+                max_retries = retry.max_retries,
+                delay_ms = delay.as_millis() as u64,
+                url = %redact_url(&request.url),
+                error = %error,
+                "retrying HTTP request"
+            );
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+}
+
+/// The error a failed response stands for: [`ProviderError::classify`] of its status and the
+/// message its body carries, with the server's retry delay on rate limits.
+pub fn error_for_status(status: u16, body: &[u8], retry_after: Option<Duration>) -> ProviderError {
+    let message = error_message(body);
+    match ProviderError::classify(status, message) {
+        ProviderError::RateLimited { message, .. } => {
+            ProviderError::RateLimited { retry_after_ms: retry_after.map(|d| d.as_millis() as u64), message }
+        }
+        error => error,
+    }
+}
+
+/// The human part of an error body. Understands the shapes the services use
+/// (`{"error":{"message","type","code"}}`, `{"error":"..."}`, `{"message":"..."}`, and Gemini's
+/// one-element arrays); anything else is returned as text, shortened.
+pub fn error_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let Ok(value) = serde_json::from_slice::<Value>(body) else { return shorten(text.trim()) };
+    let value = match &value {
+        Value::Array(items) if !items.is_empty() => &items[0],
+        _ => &value,
+    };
+    let error = value.get("error").unwrap_or(value);
+    let message = match error {
+        Value::String(s) => s.clone(),
+        _ => match error.get("message").and_then(Value::as_str) {
+            Some(m) => m.to_owned(),
+            None => return shorten(text.trim()),
+        },
+    };
+    // A machine-readable tag helps (OpenAI's `context_length_exceeded`); strings say more than
+    // numeric codes.
+    let tags = || ["code", "type", "status"].into_iter().filter_map(|k| error.get(k));
+    let tag = tags()
+        .find_map(|v| v.as_str().map(str::to_owned))
+        .or_else(|| tags().find_map(|v| v.as_i64().map(|n| n.to_string())));
+    match tag {
+        Some(tag) if !message.contains(&tag) => format!("{message} [{tag}]"),
+        _ => message,
+    }
+}
+
+fn shorten(text: &str) -> String {
+    const MAX: usize = 2_000;
+    if text.len() <= MAX {
+        return text.to_owned();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The delay a response asks for: `retry-after-ms`, else `retry-after` as seconds or an HTTP date.
+pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = header("retry-after")?;
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
+    match headers.get("x-should-retry")?.to_str().ok()?.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn retry_after_in_every_form() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(retry_after(&headers(&[("retry-after", "3")]), now), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(&headers(&[("retry-after", "0.5")]), now), Some(Duration::from_millis(500)));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "3"), ("retry-after-ms", "250")]), now),
+            Some(Duration::from_millis(250)),
+            "retry-after-ms wins"
+        );
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        assert_eq!(retry_after(&headers(&[("retry-after", &date)]), now), Some(Duration::from_secs(7)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
+        assert_eq!(retry_after(&headers(&[("retry-after", &past)]), now), Some(Duration::ZERO));
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        assert_eq!(retry_after(&headers(&[]), now), None);
+    }
+
+    #[test]
+    fn messages_of_every_service_shape() {
+        let anthropic = br#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert_eq!(
+            error_message(anthropic),
+            "prompt is too long: 210000 tokens > 200000 maximum [invalid_request_error]"
+        );
+        let openai = br#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            error_message(openai),
+            "This model's maximum context length is 8192 tokens. [context_length_exceeded]"
+        );
+        let gemini = br#"[{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}]"#;
+        assert_eq!(error_message(gemini), "API key not valid. [INVALID_ARGUMENT]");
+        assert_eq!(
+            error_message(br#"{"message":"The security token included in the request is invalid."}"#),
+            "The security token included in the request is invalid."
+        );
+        assert_eq!(error_message(br#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(error_message(b"<html>Bad Gateway</html>"), "<html>Bad Gateway</html>");
+        assert_eq!(error_message(&[0xff, b'x']), "\u{fffd}x");
+        let long = "é".repeat(3_000);
+        assert!(error_message(long.as_bytes()).chars().count() <= 1_001);
+    }
+
+    #[test]
+    fn statuses_map_to_errors_with_the_server_delay() {
+        assert_eq!(
+            error_for_status(429, br#"{"error":{"message":"slow down"}}"#, Some(Duration::from_secs(2))),
+            ProviderError::RateLimited { retry_after_ms: Some(2000), message: "slow down".into() }
+        );
+        assert!(matches!(error_for_status(401, b"{}", None), ProviderError::Auth(_)));
+        assert!(matches!(error_for_status(400, b"", None), ProviderError::ContextOverflow { .. }));
+        let openai = br#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#;
+        assert!(matches!(error_for_status(400, openai, None), ProviderError::ContextOverflow { .. }));
+        assert!(matches!(error_for_status(529, b"overloaded", None), ProviderError::Unavailable { status: 529, .. }));
+        assert!(matches!(error_for_status(404, b"nope", None), ProviderError::Api { status: Some(404), .. }));
+    }
+
+    #[test]
+    fn should_retry_header_is_tri_state() {
+        assert_eq!(should_retry_header(&headers(&[("x-should-retry", "true")])), Some(true));
+        assert_eq!(should_retry_header(&headers(&[("x-should-retry", "false")])), Some(false));
+        assert_eq!(should_retry_header(&headers(&[("x-should-retry", "maybe")])), None);
+        assert_eq!(should_retry_header(&headers(&[])), None);
+    }
+}

@@ -1,0 +1,259 @@
+//! A real HTTP/1.1 server on loopback, answering from a script or a function. For transport
+//! tests that need what a canned response cannot do: bodies streamed in timed chunks,
+//! connections dropped mid-body, responses that hang.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct ReceivedRequest {
+    pub method: String,
+    /// Path and query, as sent.
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl ReceivedRequest {
+    /// The first header called `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON. Panics if it is not JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("request body is not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+/// How a response body ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// Normally.
+    Complete,
+    /// The connection is cut before the body is complete.
+    Drop,
+    /// The body never ends (until the client goes away).
+    Hang,
+}
+
+#[derive(Clone, Debug)]
+enum Part {
+    Bytes(Bytes),
+    Pause(Duration),
+}
+
+/// A scripted response: status, headers, body parts sent one by one, and how it ends.
+#[derive(Clone, Debug)]
+pub struct ServedResponse {
+    status: u16,
+    headers: Vec<(String, String)>,
+    parts: Vec<Part>,
+    end: BodyEnd,
+}
+
+impl ServedResponse {
+    pub fn new(status: u16) -> Self {
+        ServedResponse { status, headers: Vec::new(), parts: Vec::new(), end: BodyEnd::Complete }
+    }
+
+    /// `200 text/event-stream` with `body`, sent as one chunk.
+    pub fn sse(body: impl Into<Bytes>) -> Self {
+        ServedResponse::new(200).header("content-type", "text/event-stream").chunk(body)
+    }
+
+    /// `status` with a JSON body.
+    pub fn json(status: u16, body: &serde_json::Value) -> Self {
+        ServedResponse::new(status).header("content-type", "application/json").chunk(body.to_string())
+    }
+
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Appends a body chunk (flushed on its own).
+    pub fn chunk(mut self, bytes: impl Into<Bytes>) -> Self {
+        self.parts.push(Part::Bytes(bytes.into()));
+        self
+    }
+
+    /// Waits before the next chunk.
+    pub fn pause(mut self, duration: Duration) -> Self {
+        self.parts.push(Part::Pause(duration));
+        self
+    }
+
+    /// Cuts the connection after the chunks so far.
+    pub fn then_drop(mut self) -> Self {
+        self.end = BodyEnd::Drop;
+        self
+    }
+
+    /// Never ends the body after the chunks so far.
+    pub fn then_hang(mut self) -> Self {
+        self.end = BodyEnd::Hang;
+        self
+    }
+
+    fn into_hyper(self) -> hyper::Response<Body> {
+        let end = self.end;
+        let parts = futures::stream::iter(self.parts)
+            .then(|part| async move {
+                match part {
+                    Part::Bytes(bytes) => Some(Ok(Frame::data(bytes))),
+                    Part::Pause(duration) => {
+                        tokio::time::sleep(duration).await;
+                        None
+                    }
+                }
+            })
+            .filter_map(futures::future::ready);
+        let tail: BoxStream<'static, _> = match end {
+            BodyEnd::Complete => futures::stream::empty().boxed(),
+            BodyEnd::Drop => futures::stream::once(async {
+                // Let hyper flush what was sent before the connection is cut.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Err(std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "scripted drop"))
+            })
+            .boxed(),
+            BodyEnd::Hang => futures::stream::pending().boxed(),
+        };
+        let mut response = hyper::Response::new(StreamBody::new(parts.chain(tail).boxed()));
+        *response.status_mut() = hyper::StatusCode::from_u16(self.status).unwrap_or(hyper::StatusCode::OK);
+        for (name, value) in self.headers {
+            if let (Ok(name), Ok(value)) =
+                (hyper::header::HeaderName::from_bytes(name.as_bytes()), hyper::header::HeaderValue::from_str(&value))
+            {
+                response.headers_mut().append(name, value);
+            }
+        }
+        response
+    }
+}
+
+type Body = StreamBody<BoxStream<'static, Result<Frame<Bytes>, std::io::Error>>>;
+
+type Handler = Arc<dyn Fn(&ReceivedRequest) -> ServedResponse + Send + Sync>;
+
+/// The server. It stops when dropped.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    received: Arc<Mutex<Vec<ReceivedRequest>>>,
+    stop: CancellationToken,
+}
+
+impl MockServer {
+    /// Serves `responses` in order, one per request; after the last, `500 script exhausted`.
+    pub async fn scripted(responses: impl IntoIterator<Item = ServedResponse>) -> Self {
+        let script = Mutex::new(responses.into_iter().collect::<std::collections::VecDeque<_>>());
+        MockServer::start(move |_| {
+            script
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+                .unwrap_or_else(|| ServedResponse::new(500).chunk("script exhausted"))
+        })
+        .await
+    }
+
+    /// Answers every request with `handler`. Requests are recorded unless `record` is off
+    /// ([`MockServer::start_unrecorded`], for benchmarks).
+    pub async fn start(handler: impl Fn(&ReceivedRequest) -> ServedResponse + Send + Sync + 'static) -> Self {
+        MockServer::spawn(Arc::new(handler), true).await
+    }
+
+    /// Like [`MockServer::start`], keeping no record of requests.
+    pub async fn start_unrecorded(
+        handler: impl Fn(&ReceivedRequest) -> ServedResponse + Send + Sync + 'static,
+    ) -> Self {
+        MockServer::spawn(Arc::new(handler), false).await
+    }
+
+    async fn spawn(handler: Handler, record: bool) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let addr = listener.local_addr().expect("a bound listener has an address");
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let stop = CancellationToken::new();
+        let (log, token) = (received.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let stream = tokio::select! {
+                    () = token.cancelled() => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(_) => continue,
+                    },
+                };
+                let _ = stream.set_nodelay(true);
+                let (handler, log, token) = (handler.clone(), log.clone(), token.clone());
+                tokio::spawn(async move {
+                    let service = service_fn(move |request: hyper::Request<Incoming>| {
+                        let (handler, log) = (handler.clone(), log.clone());
+                        async move {
+                            let (parts, body) = request.into_parts();
+                            let body = body.collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
+                            let received = ReceivedRequest {
+                                method: parts.method.to_string(),
+                                path: parts.uri.path_and_query().map(|p| p.to_string()).unwrap_or_default(),
+                                headers: parts
+                                    .headers
+                                    .iter()
+                                    .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                                    .collect(),
+                                body,
+                            };
+                            let response = handler(&received);
+                            if record {
+                                log.lock().unwrap_or_else(|e| e.into_inner()).push(received);
+                            }
+                            Ok::<_, Infallible>(response.into_hyper())
+                        }
+                    });
+                    let connection =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                    tokio::select! {
+                        () = token.cancelled() => {}
+                        _ = connection => {}
+                    }
+                });
+            }
+        });
+        MockServer { addr, received, stop }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The requests received so far, in order.
+    pub fn requests(&self) -> Vec<ReceivedRequest> {
+        self.received.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}

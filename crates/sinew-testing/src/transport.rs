@@ -1,0 +1,163 @@
+//! The transport checks every provider must pass against a real HTTP server: the happy path,
+//! authentication failures, rate limits and server errors retried, context overflow, a
+//! connection cut mid-stream, and cancellation mid-stream.
+//!
+//! A provider crate calls each check from its own `#[tokio::test]` with its protocol's bodies;
+//! `make` builds the provider for a base URL, with [`quick_retry`] so tests do not wait.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::json;
+use sinew_core::{
+    AssistantMessage, CancellationToken, Message, ProviderError, RetryConfig, StopReason, StreamEvent, StreamProvider,
+    StreamRequest, ToolDefinition,
+};
+
+use crate::server::{MockServer, ReceivedRequest, ServedResponse};
+
+/// Two retries after 1 ms each.
+pub fn quick_retry() -> RetryConfig {
+    RetryConfig { max_retries: 2, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 }
+}
+
+/// The request every check sends: one user message and an `echo` tool.
+pub fn with_check_request<R>(model: &str, call: impl FnOnce(&StreamRequest<'_>) -> R) -> R {
+    let prompt = Message::user("Say hello, then echo it.");
+    let messages = [&prompt];
+    let tools = [ToolDefinition {
+        name: "echo".into(),
+        description: "Echoes text".into(),
+        parameters: json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+    }];
+    let mut request = StreamRequest::new(model, "You are terse.", &messages);
+    request.tools = &tools;
+    call(&request)
+}
+
+/// Runs one call to the end: all events, and the terminal message or error.
+pub async fn run(
+    provider: &dyn StreamProvider,
+    cancel: CancellationToken,
+) -> (Vec<StreamEvent>, Result<AssistantMessage, (ProviderError, AssistantMessage)>) {
+    let stream = with_check_request("test-model", |request| provider.stream(request, cancel));
+    let mut events: Vec<StreamEvent> = stream.collect().await;
+    let terminal = match events.pop() {
+        Some(StreamEvent::Done(message)) => Ok(message),
+        Some(StreamEvent::Error { error, partial }) => Err((error, partial)),
+        other => panic!("the stream must end with Done or Error, ended with {other:?}"),
+    };
+    (events, terminal)
+}
+
+/// Serves `response` and returns the final message and the request the server got.
+pub async fn happy_path<P: StreamProvider>(
+    make: impl Fn(&str) -> P,
+    response: ServedResponse,
+) -> (AssistantMessage, ReceivedRequest) {
+    let server = MockServer::scripted([response]).await;
+    let provider = make(&server.url());
+    let (events, terminal) = run(&provider, CancellationToken::new()).await;
+    let message = terminal.unwrap_or_else(|(e, _)| panic!("happy path failed: {e}"));
+    assert!(matches!(events.first(), Some(StreamEvent::Start)), "the stream starts with Start");
+    assert_eq!(
+        message.stop_reason,
+        if message.tool_calls().next().is_some() { StopReason::ToolUse } else { StopReason::Stop }
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    (message, requests.into_iter().next().expect("the server recorded the request"))
+}
+
+/// 401 → [`ProviderError::Auth`], not retried.
+pub async fn auth_failure<P: StreamProvider>(make: impl Fn(&str) -> P) {
+    let server =
+        MockServer::scripted([ServedResponse::json(401, &json!({"error": {"message": "invalid api key"}}))]).await;
+    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    let (error, partial) = terminal.expect_err("401 must fail");
+    assert!(matches!(&error, ProviderError::Auth(m) if m.contains("invalid api key")), "{error:?}");
+    assert_eq!(partial.stop_reason, StopReason::Error);
+    assert_eq!(server.requests().len(), 1, "authentication failures are not retried");
+}
+
+/// 429 with `retry-after` → retried, then `ok` succeeds.
+pub async fn rate_limit_retried<P: StreamProvider>(make: impl Fn(&str) -> P, ok: ServedResponse) {
+    let server = MockServer::scripted([
+        ServedResponse::json(429, &json!({"error": {"message": "rate limited"}})).header("retry-after", "0"),
+        ok,
+    ])
+    .await;
+    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    terminal.unwrap_or_else(|(e, _)| panic!("the retry must succeed: {e}"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// 500 → retried, then `ok` succeeds.
+pub async fn server_error_retried<P: StreamProvider>(make: impl Fn(&str) -> P, ok: ServedResponse) {
+    let server = MockServer::scripted([ServedResponse::new(500).chunk("internal error"), ok]).await;
+    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    terminal.unwrap_or_else(|(e, _)| panic!("the retry must succeed: {e}"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// 400 with the service's overflow body → [`ProviderError::ContextOverflow`], not retried.
+pub async fn context_overflow<P: StreamProvider>(make: impl Fn(&str) -> P, body: serde_json::Value) {
+    let server = MockServer::scripted([ServedResponse::json(400, &body)]).await;
+    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    let (error, partial) = terminal.expect_err("overflow must fail");
+    assert!(matches!(error, ProviderError::ContextOverflow { .. }), "{error:?}");
+    assert!(partial.is_context_overflow(), "the partial message reports the overflow: {partial:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+/// The connection is cut after `partial_stream`: a network error whose partial message keeps
+/// `partial_text`.
+pub async fn dropped_mid_stream<P: StreamProvider>(
+    make: impl Fn(&str) -> P,
+    partial_stream: impl Into<Bytes>,
+    partial_text: &str,
+) {
+    let server = MockServer::scripted([ServedResponse::sse(partial_stream).then_drop()]).await;
+    let (events, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    let (error, partial) = terminal.expect_err("a cut stream must fail");
+    assert!(matches!(error, ProviderError::Network(_)), "{error:?}");
+    assert_eq!(partial.stop_reason, StopReason::Error);
+    assert_eq!(partial.text(), partial_text, "what arrived is kept");
+    assert!(partial.error_message.is_some());
+    assert!(events.iter().any(|e| matches!(e, StreamEvent::Delta(_))), "deltas streamed before the cut");
+    assert_eq!(server.requests().len(), 1, "a stream that started is not retried");
+}
+
+/// The call is cancelled while the server holds the stream open after `partial_stream`: it ends
+/// promptly with [`ProviderError::Cancelled`] and an `Aborted` partial message keeping
+/// `partial_text`.
+pub async fn cancelled_mid_stream<P: StreamProvider>(
+    make: impl Fn(&str) -> P,
+    partial_stream: impl Into<Bytes>,
+    partial_text: &str,
+) {
+    let server = MockServer::scripted([ServedResponse::sse(partial_stream).then_hang()]).await;
+    let provider = make(&server.url());
+    let cancel = CancellationToken::new();
+    let mut stream = with_check_request("test-model", |request| provider.stream(request, cancel.clone()));
+    // Wait for the first delta, then cancel.
+    loop {
+        match stream.next().await {
+            Some(StreamEvent::Delta(_)) => break,
+            Some(StreamEvent::Start) => {}
+            other => panic!("expected deltas before the hang, got {other:?}"),
+        }
+    }
+    let cancelled_at = Instant::now();
+    cancel.cancel();
+    let rest: Vec<StreamEvent> = stream.collect().await;
+    assert!(cancelled_at.elapsed() < Duration::from_secs(2), "cancellation took {:?}", cancelled_at.elapsed());
+    match rest.last() {
+        Some(StreamEvent::Error { error: ProviderError::Cancelled, partial }) => {
+            assert_eq!(partial.stop_reason, StopReason::Aborted);
+            assert_eq!(partial.text(), partial_text, "what arrived is kept");
+        }
+        other => panic!("expected a Cancelled error, got {other:?}"),
+    }
+}
