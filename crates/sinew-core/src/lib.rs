@@ -33,7 +33,7 @@ pub use config::{
     CacheConfig, CacheStrategy, ContinuationKind, ExecutionLimits, ExecutionTracker, QueueMode, ThinkingLevel,
     ToolExecution, TurnTrigger,
 };
-pub use content::{Content, ToolCallRef};
+pub use content::{Content, ToolCallRef, join_text};
 pub use error::{ProviderError, ToolError, is_context_overflow};
 pub use event::{AgentEvent, EndReason, PendingKind};
 pub use filter::{FilterResult, InputFilter};

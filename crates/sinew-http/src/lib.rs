@@ -7,6 +7,8 @@
 //!   `retry-after-ms` and `x-should-retry`, and maps failed statuses to
 //!   [`sinew_core::ProviderError`] ([`error_for_status`]).
 //! - [`sse::SseDecoder`]: incremental server-sent events decoding.
+//! - [`SseMessageDecoder`]: what every SSE protocol's decoder shares; a protocol supplies an
+//!   [`SseHandler`].
 //! - [`stream_response`]: the thin transport of every provider: send, then feed the body to a
 //!   pure [`StreamDecoder`], with cancellation at every await.
 //! - [`HttpRequest`]: what the pure request builders produce; its `Debug` hides secrets.
@@ -28,12 +30,14 @@
 //!   features are on and the store is empty).
 
 mod client;
+mod message;
 mod request;
 mod retry;
 pub mod sse;
 mod stream;
 
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
+pub use message::{SseHandler, SseMessageDecoder, excerpt};
 pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, redact_url};
 pub use retry::{default_retry, error_for_status, error_message, retry_after};
 pub use stream::{StreamDecoder, stream_response};

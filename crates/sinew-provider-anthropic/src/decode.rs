@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::sse::{SseDecoder, SseEvent};
+use sinew_http::sse::SseEvent;
+use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
 /// The `provider_id` of Anthropic messages.
 pub const PROVIDER_ID: &str = "anthropic";
@@ -18,85 +19,52 @@ struct Block {
     partial_json: String,
 }
 
-/// Decodes one streamed response. Feed it bytes as they arrive, then call [`finish`].
-///
-/// [`finish`]: AnthropicDecoder::finish
+/// Decodes one streamed response: feed it bytes as they arrive, then call `finish`.
+pub type AnthropicDecoder = SseMessageDecoder<AnthropicEvents>;
+
+/// A decoder for a response to a request for `model`.
+pub fn decoder(model: &str) -> AnthropicDecoder {
+    SseMessageDecoder::new(AnthropicEvents {
+        message: AssistantMessage::new(PROVIDER_ID, model),
+        blocks: Vec::new(),
+        started: false,
+    })
+}
+
+/// The Messages API's reading of server-sent events (see [`SseHandler`]).
 #[derive(Debug)]
-pub struct AnthropicDecoder {
-    sse: SseDecoder,
-    events: Vec<SseEvent>,
+pub struct AnthropicEvents {
     message: AssistantMessage,
     blocks: Vec<Block>,
     started: bool,
-    /// A terminal event (`Done` or `Error`) was emitted; later bytes are ignored.
-    finished: bool,
 }
 
-impl AnthropicDecoder {
-    /// A decoder for a response to a request for `model`.
-    pub fn new(model: &str) -> Self {
-        AnthropicDecoder {
-            sse: SseDecoder::new(),
-            events: Vec::new(),
-            message: AssistantMessage::new(PROVIDER_ID, model),
-            blocks: Vec::new(),
-            started: false,
-            finished: false,
-        }
+impl SseHandler for AnthropicEvents {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        self.handle(event, out)
     }
 
-    /// Decodes `bytes`, appending the stream events they complete to `out`.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
-        if self.finished {
-            return;
-        }
-        self.sse.feed(bytes, &mut self.events);
-        self.drain(out);
+    fn end(&mut self, _: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
+        Err(ProviderError::Protocol("the stream ended before message_stop".into()))
     }
 
-    /// Ends the stream: the last event if the body ended without its blank line, and an error
-    /// keeping the partial message if it ended before `message_stop`.
-    pub fn finish(&mut self, out: &mut Vec<StreamEvent>) {
-        if self.finished {
-            return;
-        }
-        self.events.extend(self.sse.finish());
-        self.drain(out);
-        if !self.finished {
-            self.fail(ProviderError::Protocol("the stream ended before message_stop".into()), out);
-        }
+    fn partial(&mut self) -> AssistantMessage {
+        std::mem::replace(&mut self.message, AssistantMessage::new(PROVIDER_ID, ""))
     }
+}
 
-    fn drain(&mut self, out: &mut Vec<StreamEvent>) {
-        let events = std::mem::take(&mut self.events);
-        for event in &events {
-            if self.finished {
-                break;
-            }
-            if let Err(error) = self.handle(event, out) {
-                self.fail(error, out);
-            }
-        }
-        self.events = events;
-        self.events.clear();
-    }
-
-    /// Ends the stream with `error` (a broken connection, cancellation), keeping what arrived as
-    /// the partial message. Nothing happens if the stream already ended.
-    pub fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
-        if self.finished {
-            return;
-        }
-        self.finished = true;
-        let mut partial = self.message.clone();
-        partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
-        partial.error_message = Some(error.to_string());
-        out.push(StreamEvent::Error { error, partial });
-    }
-
-    fn handle(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+impl AnthropicEvents {
+    fn handle(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
         let payload: Value = serde_json::from_str(&event.data).map_err(|e| {
-            ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, truncate(&event.data)))
+            ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, excerpt(&event.data)))
         })?;
         let kind = payload["type"].as_str().unwrap_or(event.event.as_str());
         match kind {
@@ -128,15 +96,12 @@ impl AnthropicDecoder {
                 }
                 apply_usage(&mut self.message.usage, &payload["usage"]);
             }
-            "message_stop" => {
-                self.finished = true;
-                out.push(StreamEvent::Done(self.message.clone()));
-            }
+            "message_stop" => return Ok(Some(self.partial())),
             "error" => return Err(stream_error(&payload["error"])),
             // `ping`, and events added to the protocol later, change nothing.
             _ => {}
         }
-        Ok(())
+        Ok(None)
     }
 
     fn start(&mut self, out: &mut Vec<StreamEvent>) {
@@ -195,7 +160,7 @@ impl AnthropicDecoder {
                 return Ok(Value::Object(Map::new()));
             }
             serde_json::from_str(&json).map_err(|e| {
-                ProviderError::Protocol(format!("invalid tool input json in block {index}: {e}: {}", truncate(&json)))
+                ProviderError::Protocol(format!("invalid tool input json in block {index}: {e}: {}", excerpt(&json)))
             })
         };
         match content {
@@ -217,7 +182,7 @@ impl AnthropicDecoder {
 
 fn block_index(payload: &Value) -> Result<usize, ProviderError> {
     payload["index"].as_u64().map(|i| i as usize).ok_or_else(|| {
-        ProviderError::Protocol(format!("content block event without index: {}", truncate(&payload.to_string())))
+        ProviderError::Protocol(format!("content block event without index: {}", excerpt(&payload.to_string())))
     })
 }
 
@@ -286,26 +251,5 @@ fn stream_error(error: &Value) -> ProviderError {
     }
 }
 
-fn truncate(text: &str) -> &str {
-    match text.char_indices().nth(200) {
-        Some((end, _)) => &text[..end],
-        None => text,
-    }
-}
-
 #[cfg(test)]
 mod tests;
-
-impl sinew_http::StreamDecoder for AnthropicDecoder {
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
-        AnthropicDecoder::feed(self, bytes, out);
-    }
-
-    fn finish(&mut self, out: &mut Vec<StreamEvent>) {
-        AnthropicDecoder::finish(self, out);
-    }
-
-    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
-        AnthropicDecoder::fail(self, error, out);
-    }
-}

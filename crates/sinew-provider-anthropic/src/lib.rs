@@ -3,13 +3,13 @@
 //! Sans-IO at its heart: [`build_request`] turns a [`sinew_core::StreamRequest`] into the headers
 //! and JSON body of a streaming `/v1/messages` call (API key or OAuth, prompt-cache breakpoints,
 //! thinking budgets, tool results grouped per turn, signatures sent back only to Anthropic), and
-//! [`AnthropicDecoder`] turns the response bytes into [`sinew_core::StreamEvent`]s and the final
+//! [`decoder`] turns the response bytes into [`sinew_core::StreamEvent`]s and the final
 //! [`sinew_core::AssistantMessage`]. [`AnthropicProvider`] joins them over `sinew-http`'s client
 //! as a [`sinew_core::StreamProvider`].
 //!
 //! ```
 //! use sinew_core::StreamEvent;
-//! use sinew_provider_anthropic::AnthropicDecoder;
+//! use sinew_provider_anthropic::decoder;
 //!
 //! let stream = concat!(
 //!     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude-x\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n",
@@ -19,7 +19,7 @@
 //!     "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n",
 //!     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
 //! );
-//! let mut decoder = AnthropicDecoder::new("claude-x");
+//! let mut decoder = decoder("claude-x");
 //! let mut events = Vec::new();
 //! decoder.feed(stream.as_bytes(), &mut events);
 //! decoder.finish(&mut events);
@@ -35,7 +35,7 @@ mod decode;
 mod provider;
 mod request;
 
-pub use decode::{AnthropicDecoder, PROVIDER_ID};
+pub use decode::{AnthropicDecoder, AnthropicEvents, PROVIDER_ID, decoder};
 pub use provider::AnthropicProvider;
 pub use request::{AnthropicAuth, AnthropicConfig, body, build_request, thinking_budget};
 pub use sinew_http::HttpRequest;

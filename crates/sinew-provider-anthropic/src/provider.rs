@@ -7,7 +7,7 @@ use futures::stream::BoxStream;
 use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
 use sinew_http::{HttpClient, stream_response};
 
-use crate::decode::{AnthropicDecoder, PROVIDER_ID};
+use crate::decode::PROVIDER_ID;
 use crate::request::{AnthropicAuth, AnthropicConfig, build_request};
 
 /// Claude over the Messages API.
@@ -76,6 +76,6 @@ impl StreamProvider for AnthropicProvider {
 
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
         let http = build_request(&self.config, request);
-        stream_response(self.client.clone(), Ok(http), self.retry, AnthropicDecoder::new(request.model), cancel)
+        stream_response(self.client.clone(), Ok(http), self.retry, crate::decoder(request.model), cancel)
     }
 }

@@ -133,7 +133,8 @@ pub fn body(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Value {
         // The API rejects a temperature together with thinking.
         None => {
             if let Some(t) = request.temperature {
-                body.insert("temperature".into(), json!(t));
+                // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
+                body.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
             }
         }
     }

@@ -35,6 +35,21 @@ pub fn fixture_bytes(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
+/// Every recorded stream whose `protocol_parser` is `parser`: its name, bytes and `expected`
+/// result. Panics if there are fewer than `at_least` (a moved or truncated fixtures directory).
+pub fn recorded_streams(parser: &str, at_least: usize) -> Vec<(String, Vec<u8>, Value)> {
+    let list: Vec<_> = expected_results()
+        .into_iter()
+        .filter(|(_, e)| e["protocol_parser"] == parser)
+        .map(|(name, e)| {
+            let bytes = fixture_bytes(&name);
+            (name, bytes, e["expected"].clone())
+        })
+        .collect();
+    assert!(list.len() >= at_least, "only {} `{parser}` streams, expected at least {at_least}", list.len());
+    list
+}
+
 /// `bytes` cut at `points` (any order, any values: they are sorted and clamped), for feeding a
 /// decoder in arbitrary chunks.
 pub fn split_at_points<'a>(bytes: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {

@@ -7,8 +7,9 @@
 //! - [`assert_history_valid`], [`assert_subsequence`], [`shape`], [`streamed_text`]: assertions.
 //! - [`MockServer`]: a real HTTP server on loopback answering from a script or a function, with
 //!   bodies in timed chunks, dropped connections and hanging responses, for transport tests.
+//! - [`round_trip_history`], [`round_trip_tools`]: what request builders are snapshot-tested on.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
-//! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`split_at_points`]: the recorded
+//! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
 //!   provider streams of `shared/fixtures`, for decoder tests.
 //!
 //! ```
@@ -32,13 +33,15 @@
 
 mod assert;
 mod fixtures;
+mod history;
 mod mock;
 mod server;
 mod tools;
 pub mod transport;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
-pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, split_at_points};
+pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, recorded_streams, split_at_points};
+pub use history::{round_trip_history, round_trip_tools};
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};

@@ -14,7 +14,7 @@ fn start() -> String {
 }
 
 fn decode(stream: &str) -> Vec<StreamEvent> {
-    let mut decoder = AnthropicDecoder::new("requested");
+    let mut decoder = crate::decoder("requested");
     let mut out = Vec::new();
     decoder.feed(stream.as_bytes(), &mut out);
     decoder.finish(&mut out);
@@ -164,7 +164,7 @@ fn stop_reasons_map_to_ours() {
 proptest::proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
-        let mut decoder = AnthropicDecoder::new("m");
+        let mut decoder = crate::decoder("m");
         let mut out = Vec::new();
         decoder.feed(&bytes, &mut out);
         decoder.finish(&mut out);

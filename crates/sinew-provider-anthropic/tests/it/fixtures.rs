@@ -1,25 +1,15 @@
 use proptest::prelude::*;
 use serde_json::Value;
 use sinew_core::{AssistantMessage, Content, StopReason, StreamDelta, StreamEvent};
-use sinew_provider_anthropic::AnthropicDecoder;
-use sinew_testing::{expected_results, fixture_bytes, split_at_points};
+use sinew_testing::{recorded_streams, split_at_points};
 
 /// Every recorded Anthropic stream with its expected result.
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
-    let list: Vec<_> = expected_results()
-        .into_iter()
-        .filter(|(_, e)| e["protocol_parser"] == "anthropic")
-        .map(|(name, e)| {
-            let bytes = fixture_bytes(&name);
-            (name, bytes, e["expected"].clone())
-        })
-        .collect();
-    assert!(list.len() >= 11, "only {} Anthropic streams", list.len());
-    list
+    recorded_streams("anthropic", 11)
 }
 
 fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
-    let mut decoder = AnthropicDecoder::new("requested-model");
+    let mut decoder = sinew_provider_anthropic::decoder("requested-model");
     let mut out = Vec::new();
     for chunk in chunks {
         decoder.feed(chunk, &mut out);

@@ -1,0 +1,367 @@
+//! The streamed response of `/chat/completions`, decoded incrementally.
+//!
+//! Chunks are parsed into borrowed structs (no intermediate `Value` tree). Tool calls are
+//! assembled by their `index`: ids and names may come late or never, arguments in any number of
+//! fragments. Reasoning comes as `reasoning_content` (DeepSeek, xAI, vLLM) or `reasoning`
+//! (OpenRouter, Groq, Ollama). Usage may arrive in a chunk without choices after the finish
+//! reason, so the message completes at `[DONE]` or at the end of the body.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::sse::SseEvent;
+use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    /// Groq reports usage here.
+    #[serde(default)]
+    x_groq: Option<XGroq>,
+    /// Some servers send errors as a chunk.
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: u32,
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct XGroq {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    Text,
+    Thinking,
+}
+
+/// A tool call being assembled.
+#[derive(Debug)]
+struct Call {
+    /// The `index` the server gave it.
+    wire_index: usize,
+    /// Its position in the message's content.
+    content_index: usize,
+    arguments: String,
+}
+
+/// Decodes one streamed response: feed it bytes as they arrive, then call `finish`.
+pub type OpenAiChatDecoder = SseMessageDecoder<ChatEvents>;
+
+/// A decoder for a response to a request for `model`, stamping the message with `provider`.
+pub fn decoder(provider: &str, model: &str) -> OpenAiChatDecoder {
+    SseMessageDecoder::new(ChatEvents {
+        message: AssistantMessage::new(provider, model),
+        open_block: None,
+        calls: Vec::new(),
+        finish_reason: None,
+        started: false,
+    })
+}
+
+/// The Chat Completions reading of server-sent events (see [`SseHandler`]).
+#[derive(Debug)]
+pub struct ChatEvents {
+    message: AssistantMessage,
+    /// The text or thinking block deltas currently extend.
+    open_block: Option<(Block, usize)>,
+    calls: Vec<Call>,
+    finish_reason: Option<String>,
+    started: bool,
+}
+
+impl SseHandler for ChatEvents {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        self.handle(event, out)
+    }
+
+    /// A body that ends after a finish reason but without `[DONE]` is complete (several servers
+    /// omit it); one that ends before is incomplete.
+    fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
+        if self.finish_reason.is_none() {
+            return Err(ProviderError::Protocol("the stream ended before a finish reason".into()));
+        }
+        self.complete(out)
+    }
+
+    fn partial(&mut self) -> AssistantMessage {
+        let mut partial = std::mem::replace(&mut self.message, AssistantMessage::new("", ""));
+        finish_arguments(&mut partial, &mut self.calls);
+        partial
+    }
+}
+
+impl ChatEvents {
+    fn handle(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return self.complete(out).map(Some);
+        }
+        if data.is_empty() {
+            return Ok(None);
+        }
+        if event.event == "error" {
+            return Err(stream_error(data));
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?;
+        if chunk.error.is_some() {
+            return Err(stream_error(data));
+        }
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+        if let Some(model) = chunk.model.filter(|m| !m.is_empty())
+            && self.message.model != model
+        {
+            self.message.model = model.into_owned();
+        }
+        if let Some(usage) = chunk.usage.as_ref().or(chunk.x_groq.as_ref().and_then(|x| x.usage.as_ref())) {
+            self.message.usage = usage_of(usage);
+        }
+        // Only the first choice is modelled (sinew never asks for `n` > 1).
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(delta) = choice.delta {
+                self.delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason.into_owned());
+            }
+        }
+        Ok(None)
+    }
+
+    fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<StreamEvent>) {
+        let reasoning = delta.reasoning_content.or(delta.reasoning);
+        if let Some(piece) = reasoning.filter(|r| !r.is_empty()) {
+            let index = self.block(Block::Thinking);
+            if let Some(Content::Thinking { thinking, .. }) = self.message.content.get_mut(index) {
+                thinking.push_str(&piece);
+            }
+            out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: piece.into_owned() }));
+        }
+        // A refusal is what the user gets to read: it becomes text.
+        for piece in [delta.content, delta.refusal].into_iter().flatten().filter(|p| !p.is_empty()) {
+            let index = self.block(Block::Text);
+            if let Some(Content::Text { text, .. }) = self.message.content.get_mut(index) {
+                text.push_str(&piece);
+            }
+            out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: piece.into_owned() }));
+        }
+        for call in delta.tool_calls.into_iter().flatten() {
+            self.tool_call(call, out);
+        }
+    }
+
+    /// The content index of the open block of `kind`, opening one if needed.
+    fn block(&mut self, kind: Block) -> usize {
+        match self.open_block {
+            Some((open, index)) if open == kind => index,
+            _ => {
+                let index = self.message.content.len();
+                self.message.content.push(match kind {
+                    Block::Text => Content::text(""),
+                    Block::Thinking => {
+                        Content::Thinking { thinking: String::new(), signature: None, redacted: false, id: None }
+                    }
+                });
+                self.open_block = Some((kind, index));
+                index
+            }
+        }
+    }
+
+    fn tool_call(&mut self, call: ToolCallDelta<'_>, out: &mut Vec<StreamEvent>) {
+        let (name, arguments) = match call.function {
+            Some(f) => (f.name.filter(|n| !n.is_empty()), f.arguments),
+            None => (None, None),
+        };
+        let id = call.id.filter(|id| !id.is_empty());
+        // Servers that omit `index` send one call per id.
+        let wire_index = call.index.unwrap_or_else(|| match (&id, self.calls.last()) {
+            (Some(_), Some(last)) => last.wire_index + 1,
+            (None, Some(last)) => last.wire_index,
+            (_, None) => 0,
+        });
+        let position = match self.calls.iter().position(|c| c.wire_index == wire_index) {
+            Some(position) => position,
+            None => {
+                self.open_block = None;
+                let content_index = self.message.content.len();
+                self.message.content.push(Content::tool_call("", "", Value::Null));
+                self.calls.push(Call { wire_index, content_index, arguments: String::new() });
+                self.calls.len() - 1
+            }
+        };
+        let slot = &mut self.calls[position];
+        let index = slot.content_index;
+        if let Some(Content::ToolCall { id: call_id, name: call_name, .. }) = self.message.content.get_mut(index) {
+            if let Some(id) = &id {
+                id.as_ref().clone_into(call_id);
+            }
+            if let Some(name) = &name {
+                call_name.push_str(name);
+            }
+        }
+        let fragment = arguments.map(Cow::into_owned).unwrap_or_default();
+        slot.arguments.push_str(&fragment);
+        if id.is_some() || name.is_some() || !fragment.is_empty() {
+            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                index,
+                id: id.map(Cow::into_owned),
+                name: name.map(Cow::into_owned),
+                delta: fragment,
+            }));
+        }
+    }
+
+    fn complete(&mut self, out: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
+        if self.finish_reason.as_deref() == Some("content_filter") {
+            return Err(ProviderError::Api {
+                status: None,
+                message: "the answer was blocked by the content filter".into(),
+            });
+        }
+        let mut message = self.partial();
+        message.stop_reason = match self.finish_reason.as_deref() {
+            Some("length") => StopReason::Length,
+            // Some servers (Ollama, older vLLM) say `stop` after tool calls.
+            _ if message.tool_calls().next().is_some() => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        if !self.started {
+            out.push(StreamEvent::Start);
+        }
+        Ok(message)
+    }
+}
+
+/// Parses each call's assembled arguments into its content: empty means `{}`; text that is not
+/// JSON is kept as a string, so the tool reports it to the model instead of the turn failing.
+fn finish_arguments(message: &mut AssistantMessage, calls: &mut Vec<Call>) {
+    for (n, call) in calls.drain(..).enumerate() {
+        if let Some(Content::ToolCall { id, arguments, .. }) = message.content.get_mut(call.content_index) {
+            if id.is_empty() {
+                *id = format!("call_{n}");
+            }
+            *arguments = if call.arguments.trim().is_empty() {
+                Value::Object(Map::new())
+            } else {
+                serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments))
+            };
+        }
+    }
+}
+
+fn usage_of(wire: &WireUsage) -> Usage {
+    let prompt = wire.prompt_tokens.unwrap_or(0);
+    let cached = wire
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cached_tokens)
+        .or(wire.prompt_cache_hit_tokens)
+        .unwrap_or(0)
+        .min(prompt);
+    let output = wire.completion_tokens.unwrap_or(0);
+    Usage {
+        input: prompt - cached,
+        output,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: wire.total_tokens.unwrap_or(prompt + output),
+    }
+}
+
+/// An error sent in the stream (`event: error`, or a chunk with an `error` field).
+fn stream_error(data: &str) -> ProviderError {
+    let message = sinew_http::error_message(data.as_bytes());
+    let value: Value = serde_json::from_str(data).unwrap_or_default();
+    let error = value.get("error").unwrap_or(&value);
+    let status = ["status_code", "status", "code"].iter().find_map(|k| error[*k].as_u64()).map(|s| s as u16);
+    match status {
+        Some(status) if (400..600).contains(&status) => ProviderError::classify(status, message),
+        _ if sinew_core::is_context_overflow(0, &message) => ProviderError::ContextOverflow { message },
+        _ => ProviderError::Api { status: None, message },
+    }
+}
+
+#[cfg(test)]
+mod tests;

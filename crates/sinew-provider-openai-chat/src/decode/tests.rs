@@ -1,0 +1,191 @@
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn decode(stream: &str) -> Vec<StreamEvent> {
+    let mut decoder = decoder("openai", "requested");
+    let mut out = Vec::new();
+    decoder.feed(stream.as_bytes(), &mut out);
+    decoder.finish(&mut out);
+    out
+}
+
+fn chunk(delta: serde_json::Value) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta}]}))
+}
+
+fn finish(reason: &str) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+}
+
+fn done(events: &[StreamEvent]) -> &AssistantMessage {
+    match events.last() {
+        Some(StreamEvent::Done(message)) => message,
+        other => panic!("expected Done, got {other:?}"),
+    }
+}
+
+fn failed(events: &[StreamEvent]) -> (&ProviderError, &AssistantMessage) {
+    match events.last() {
+        Some(StreamEvent::Error { error, partial }) => (error, partial),
+        other => panic!("expected Error, got {other:?}"),
+    }
+}
+
+#[test]
+fn tool_calls_are_assembled_by_index_with_late_ids_and_names() {
+    let stream = [
+        chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\""}}]})),
+        chunk(json!({"tool_calls": [{"index": 1, "id": "call_B", "function": {"name": "second", "arguments": ""}}]})),
+        chunk(json!({"tool_calls": [{"index": 0, "id": "call_A", "function": {"name": "first", "arguments": ":1}"}}]})),
+        chunk(json!({"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]})),
+        finish("tool_calls"),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let events = decode(&stream);
+    let message = done(&events);
+    let calls: Vec<_> =
+        message.tool_calls().map(|c| (c.id.to_owned(), c.name.to_owned(), c.arguments.clone())).collect();
+    assert_eq!(
+        calls,
+        [("call_A".into(), "first".into(), json!({"a": 1})), ("call_B".into(), "second".into(), json!({}))]
+    );
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    let fragments: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Delta(StreamDelta::ToolCall { index: 0, delta, .. }) => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(fragments, "{\"a\":1}", "argument fragments stream as they come");
+}
+
+#[test]
+fn calls_without_ids_or_index_get_ids_and_empty_arguments_are_an_object() {
+    let stream = [
+        chunk(json!({"tool_calls": [{"function": {"name": "a", "arguments": ""}}]})),
+        chunk(json!({"tool_calls": [{"id": "x", "function": {"name": "b"}}]})),
+        chunk(json!({"tool_calls": [{"function": {"arguments": "not json"}}]})),
+        finish("stop"),
+    ]
+    .concat();
+    let events = decode(&stream);
+    let message = done(&events);
+    let calls: Vec<_> =
+        message.tool_calls().map(|c| (c.id.to_owned(), c.name.to_owned(), c.arguments.clone())).collect();
+    assert_eq!(calls[0], ("call_0".into(), "a".into(), json!({})));
+    assert_eq!(calls[1], ("x".into(), "b".into(), json!("not json")), "invalid JSON is kept for the tool to reject");
+    assert_eq!(message.stop_reason, StopReason::ToolUse, "`stop` after tool calls still asks for them");
+}
+
+#[test]
+fn reasoning_fields_refusals_and_text_become_blocks_in_order() {
+    let stream = [
+        chunk(json!({"reasoning_content": "Think", "content": null})),
+        chunk(json!({"reasoning": "ing."})),
+        chunk(json!({"content": "Answer"})),
+        chunk(json!({"refusal": " refused"})),
+        finish("stop"),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let message = done(&decode(&stream)).clone();
+    assert_eq!(message.content.len(), 2);
+    assert!(matches!(&message.content[0], Content::Thinking { thinking, .. } if thinking == "Thinking."));
+    assert_eq!(message.text(), "Answer refused");
+}
+
+#[test]
+fn usage_after_the_finish_reason_and_cached_tokens() {
+    let stream = [
+        chunk(json!({"content": "x"})),
+        finish("length"),
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107,
+                "prompt_tokens_details": {"cached_tokens": 60}}})
+        ),
+        "data: [DONE]\n\n".into(),
+    ]
+    .concat();
+    let message = done(&decode(&stream)).clone();
+    assert_eq!(message.stop_reason, StopReason::Length);
+    assert_eq!(message.usage, Usage { input: 40, output: 7, cache_read: 60, cache_write: 0, total_tokens: 107 });
+}
+
+#[test]
+fn errors_mid_stream_keep_the_partial_message() {
+    let stream = chunk(json!({"content": "par"}))
+        + "event: error\ndata: {\"error\":{\"message\":\"Tool call validation failed\",\"code\":\"tool_use_failed\",\"status_code\":400}}\n\n";
+    let events = decode(&stream);
+    let (error, partial) = failed(&events);
+    assert!(matches!(error, ProviderError::Api { status: Some(400), message } if message.contains("tool_use_failed")));
+    assert_eq!(partial.text(), "par");
+    assert_eq!(partial.stop_reason, StopReason::Error);
+
+    let events = decode("data: {\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\"}}\n\n");
+    assert!(matches!(failed(&events).0, ProviderError::ContextOverflow { .. }));
+
+    let events = decode("data: {\"error\":{\"message\":\"upstream busy\",\"code\":503}}\n\n");
+    assert!(matches!(failed(&events).0, ProviderError::Unavailable { status: 503, .. }));
+}
+
+#[test]
+fn a_body_without_done_is_complete_after_a_finish_reason_and_an_error_before() {
+    let events = decode(&(chunk(json!({"content": "ok"})) + &finish("stop")));
+    assert_eq!(done(&events).text(), "ok");
+
+    let events = decode(&chunk(json!({"content": "cut"})));
+    let (error, partial) = failed(&events);
+    assert!(matches!(error, ProviderError::Protocol(m) if m.contains("finish reason")));
+    assert_eq!(partial.text(), "cut");
+}
+
+#[test]
+fn content_filter_is_an_error_and_invalid_json_too() {
+    let events = decode(&(chunk(json!({"content": "Sure"})) + &finish("content_filter")));
+    let (error, partial) = failed(&events);
+    assert!(error.to_string().contains("content filter"));
+    assert_eq!(partial.text(), "Sure");
+
+    let events = decode("data: {\"choices\": [\n\n");
+    assert!(matches!(failed(&events).0, ProviderError::Protocol(m) if m.contains("invalid json")));
+}
+
+#[test]
+fn nothing_is_decoded_after_the_end_and_fail_is_idempotent() {
+    let mut decoder = decoder("openai", "m");
+    let mut out = Vec::new();
+    decoder.feed((finish("stop") + "data: [DONE]\n\n").as_bytes(), &mut out);
+    decoder.feed(chunk(json!({"content": "late"})).as_bytes(), &mut out);
+    decoder.fail(ProviderError::Cancelled, &mut out);
+    decoder.finish(&mut out);
+    assert_eq!(out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count(), 1);
+    assert_eq!(done(&out).text(), "");
+}
+
+#[test]
+fn cancellation_marks_the_partial_aborted() {
+    let mut decoder = decoder("openai", "m");
+    let mut out = Vec::new();
+    decoder.feed(chunk(json!({"content": "so far"})).as_bytes(), &mut out);
+    decoder.fail(ProviderError::Cancelled, &mut out);
+    let (_, partial) = failed(&out);
+    assert_eq!((partial.stop_reason, partial.text().as_str()), (StopReason::Aborted, "so far"));
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let mut decoder = decoder("openai", "m");
+        let mut out = Vec::new();
+        decoder.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n", &mut out);
+        decoder.feed(&bytes, &mut out);
+        decoder.finish(&mut out);
+        let terminals = out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        prop_assert_eq!(terminals, 1);
+    }
+}

@@ -1,0 +1,91 @@
+use serde_json::json;
+use sinew_testing::{round_trip_history, round_trip_tools};
+
+use super::*;
+
+fn build(config: &OpenAiChatConfig, adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
+    let history = round_trip_history("openai", json!({"type": "never sent"}));
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = round_trip_tools();
+    let mut request = StreamRequest::new("gpt-x", "You are terse.", &refs);
+    request.tools = &tools;
+    adjust(&mut request);
+    body(config, &request)
+}
+
+#[test]
+fn a_rich_history_becomes_the_documented_body() {
+    let body = build(&OpenAiChatConfig::openai("sk-secret"), |r| {
+        r.thinking_level = ThinkingLevel::Medium;
+        r.max_tokens = Some(1000);
+        r.temperature = Some(0.2);
+    });
+    insta::assert_json_snapshot!(body);
+}
+
+#[test]
+fn tool_results_are_tool_messages_in_order_with_images_after_the_batch() {
+    let body = build(&OpenAiChatConfig::openai("k"), |_| {});
+    let roles: Vec<&str> = body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "tool", "user", "assistant", "user"]);
+    let messages = &body["messages"];
+    assert_eq!(messages[2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"a.txt\"}");
+    assert_eq!(messages[3]["tool_call_id"], "call_1");
+    assert_eq!(messages[5]["content"][1]["image_url"]["url"], "data:image/gif;base64,R0lGOD");
+    assert!(!body.to_string().contains("never sent"), "opaque data of other protocols is not sent");
+    assert!(!body.to_string().contains("Let me look"), "reasoning is not sent back by default");
+}
+
+#[test]
+fn compat_knobs_change_the_body() {
+    let mut config = OpenAiChatConfig::deepseek("k");
+    config.reasoning_in_history = Some("reasoning_content".into());
+    config.provider_id = "openai".into();
+    config.system_role = SystemRole::Developer;
+    let body = build(&config, |r| {
+        r.max_tokens = Some(10);
+        r.thinking_level = ThinkingLevel::High;
+    });
+    assert_eq!(body["max_tokens"], 10);
+    assert!(body.get("max_completion_tokens").is_none());
+    assert!(body.get("reasoning_effort").is_none(), "DeepSeek has no effort knob");
+    assert_eq!(body["messages"][0]["role"], "developer");
+    assert_eq!(body["messages"][2]["reasoning_content"], "Let me look.");
+    assert!(body["messages"][6].get("reasoning_content").is_none(), "foreign reasoning stays out");
+
+    let body = build(&OpenAiChatConfig::openrouter("k"), |r| r.thinking_level = ThinkingLevel::Low);
+    assert_eq!(body["reasoning"], json!({"effort": "low"}));
+    let body = build(&OpenAiChatConfig::mistral("k"), |_| {});
+    assert!(body.get("stream_options").is_none());
+    let body = build(&OpenAiChatConfig::openai("k"), |r| r.max_tokens = Some(5));
+    assert_eq!(
+        (body["max_completion_tokens"].clone(), body["stream_options"].clone()),
+        (json!(5), json!({"include_usage": true}))
+    );
+}
+
+#[test]
+fn headers_and_urls_for_each_auth() {
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("m", "", &refs);
+    let http = build_request(&OpenAiChatConfig::openai("sk-SECRET"), &request);
+    assert_eq!(http.url, "https://api.openai.com/v1/chat/completions");
+    assert_eq!(http.header_value("authorization"), Some("Bearer sk-SECRET"));
+    assert!(!format!("{http:?}").contains("SECRET"));
+
+    let http = build_request(&OpenAiChatConfig::ollama(), &request);
+    assert_eq!(http.url, "http://localhost:11434/v1/chat/completions");
+    assert_eq!(http.header_value("authorization"), None);
+
+    let mut azure = OpenAiChatConfig::compatible(
+        "azure_openai",
+        "https://r.openai.azure.com/openai/deployments/d",
+        ChatAuth::Header { name: "api-key".into(), value: "AZ-SECRET".into() },
+    );
+    azure.query.push(("api-version".into(), "2024-10-21".into()));
+    let http = build_request(&azure, &request);
+    assert_eq!(http.url, "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21");
+    assert_eq!(http.header_value("api-key"), Some("AZ-SECRET"));
+    assert!(!format!("{azure:?}").contains("AZ-SECRET"));
+}

@@ -1,0 +1,139 @@
+use proptest::prelude::*;
+use serde_json::Value;
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_provider_openai_chat::decoder;
+use sinew_testing::{recorded_streams, split_at_points};
+
+/// Every recorded Chat Completions stream with its expected result.
+fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
+    recorded_streams("chat", 17)
+}
+
+fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
+    let mut decoder = decoder("openai", "requested-model");
+    let mut out = Vec::new();
+    for chunk in chunks {
+        decoder.feed(chunk, &mut out);
+    }
+    decoder.finish(&mut out);
+    out
+}
+
+/// The terminal message (the partial one for streams that end in an error), timestamp zeroed.
+fn terminal(events: &[StreamEvent]) -> (AssistantMessage, Option<ProviderError>) {
+    match events.last() {
+        Some(StreamEvent::Done(m)) => (AssistantMessage { timestamp: 0, ..m.clone() }, None),
+        Some(StreamEvent::Error { error, partial }) => {
+            (AssistantMessage { timestamp: 0, ..partial.clone() }, Some(error.clone()))
+        }
+        other => panic!("ended with {other:?}"),
+    }
+}
+
+#[test]
+fn every_recorded_stream_decodes_to_the_expected_message() {
+    for (name, bytes, expected) in fixtures() {
+        let events = decode(&[&bytes]);
+        let (message, error) = terminal(&events);
+        let choice = &expected["choices"][0];
+
+        let want_text = format!(
+            "{}{}",
+            choice["content"].as_str().unwrap_or_default(),
+            choice["refusal"].as_str().unwrap_or_default()
+        );
+        assert_eq!(message.text(), want_text, "{name}: text (refusals are text)");
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, want_text, "{name}: the deltas add up to the text");
+
+        let thinking: String = message
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Thinking { thinking, .. } => Some(thinking.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(thinking, choice["reasoning"].as_str().unwrap_or_default(), "{name}: reasoning");
+
+        let calls: Vec<Value> = message
+            .tool_calls()
+            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect();
+        let want_calls: Vec<Value> = choice["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| serde_json::json!({"id": c["id"], "name": c["name"], "arguments": c["arguments_json"]}))
+            .collect();
+        assert_eq!(calls, want_calls, "{name}: tool calls");
+
+        if let Some(model) = expected["models"].as_array().and_then(|m| m.last()) {
+            assert_eq!(message.model, model.as_str().unwrap(), "{name}: model");
+        }
+
+        let errors = expected["errors"].as_array().unwrap();
+        if errors.is_empty() {
+            assert_eq!(error, None, "{name}: no error");
+            let want_stop = match expected["finish_reason"].as_str() {
+                Some("length") => StopReason::Length,
+                Some("tool_calls") => StopReason::ToolUse,
+                _ => StopReason::Stop,
+            };
+            assert_eq!(message.stop_reason, want_stop, "{name}: stop reason");
+        } else {
+            let want = errors[0]["error"]["message"].as_str().unwrap();
+            let error = error.unwrap_or_else(|| panic!("{name}: the recorded error was not reported"));
+            assert!(error.to_string().contains(want), "{name}: {error}");
+            assert_eq!(message.stop_reason, StopReason::Error, "{name}");
+        }
+
+        match expected["usage"].as_object() {
+            Some(usage) => {
+                let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let u = message.usage;
+                assert_eq!(
+                    (u.input + u.cache_read, u.output, u.total_tokens),
+                    (n("prompt_tokens"), n("completion_tokens"), n("total_tokens")),
+                    "{name}: usage"
+                );
+                let cached = usage
+                    .get("prompt_tokens_details")
+                    .and_then(|d| d.get("cached_tokens"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                assert_eq!(u.cache_read, cached, "{name}: cached tokens");
+            }
+            None => assert_eq!(message.usage.total_tokens, 0, "{name}: no usage recorded"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
+        for (name, bytes, _) in fixtures() {
+            let whole = terminal(&decode(&[&bytes]));
+            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            let chunks = split_at_points(&bytes, &points);
+            prop_assert_eq!(&terminal(&decode(&chunks)), &whole, "{}", name);
+        }
+    }
+}
+
+#[test]
+fn byte_by_byte_gives_the_same_message() {
+    for (name, bytes, _) in fixtures() {
+        let whole = terminal(&decode(&[&bytes]));
+        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(terminal(&decode(&chunks)), whole, "{name}");
+    }
+}
