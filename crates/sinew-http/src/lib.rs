@@ -29,6 +29,7 @@
 //! - `native-roots`: trust the operating system's store (falls back to Mozilla's roots when both
 //!   features are on and the store is empty).
 
+mod auth;
 mod client;
 mod message;
 mod request;
@@ -36,6 +37,7 @@ mod retry;
 pub mod sse;
 mod stream;
 
+pub use auth::{Auth, url_with_query};
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
 pub use message::{SseHandler, SseMessageDecoder, excerpt};
 pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, redact_url};

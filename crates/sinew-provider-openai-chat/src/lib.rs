@@ -38,4 +38,5 @@ mod request;
 
 pub use decode::{ChatEvents, OpenAiChatDecoder, decoder};
 pub use provider::OpenAiChatProvider;
-pub use request::{ChatAuth, MaxTokensField, OpenAiChatConfig, ReasoningParam, SystemRole, body, build_request};
+pub use request::{MaxTokensField, OpenAiChatConfig, ReasoningParam, SystemRole, body, build_request};
+pub use sinew_http::Auth;

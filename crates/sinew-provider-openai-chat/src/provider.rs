@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
-use sinew_http::{HttpClient, stream_response};
+use sinew_http::{Auth, HttpClient, stream_response};
 
 use crate::decode::decoder;
-use crate::request::{ChatAuth, OpenAiChatConfig, build_request};
+use crate::request::{OpenAiChatConfig, build_request};
 
 /// A model behind a Chat Completions endpoint: OpenAI or any compatible server.
 ///
@@ -40,11 +40,9 @@ impl OpenAiChatProvider {
     pub fn from_env() -> Result<Self, ProviderError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let config = match (var("OPENAI_API_KEY"), var("OPENAI_BASE_URL")) {
-            (key, Some(base_url)) if !base_url.contains("api.openai.com") => OpenAiChatConfig::compatible(
-                "openai-compatible",
-                base_url,
-                key.map_or(ChatAuth::None, ChatAuth::Bearer),
-            ),
+            (key, Some(base_url)) if !base_url.contains("api.openai.com") => {
+                OpenAiChatConfig::compatible("openai-compatible", base_url, key.map_or(Auth::None, Auth::Bearer))
+            }
             (Some(key), base_url) => {
                 let mut config = OpenAiChatConfig::openai(key);
                 if let Some(base_url) = base_url {

@@ -1,32 +1,9 @@
 //! The `/chat/completions` request, built from a [`StreamRequest`] (pure: no I/O), with the knobs
 //! compatible servers need.
 
-use std::fmt;
-
 use serde_json::{Map, Value, json};
 use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
-use sinew_http::HttpRequest;
-
-/// How requests authenticate. `Debug` never shows the secret.
-#[derive(Clone, PartialEq, Eq)]
-pub enum ChatAuth {
-    /// No credentials (a local Ollama, llama.cpp or vLLM).
-    None,
-    /// `Authorization: Bearer <key>`.
-    Bearer(String),
-    /// The key in a header of its own, e.g. Azure's `api-key`.
-    Header { name: String, value: String },
-}
-
-impl fmt::Debug for ChatAuth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ChatAuth::None => f.write_str("None"),
-            ChatAuth::Bearer(_) => f.write_str("Bearer(\"****\")"),
-            ChatAuth::Header { name, .. } => write!(f, "Header({name}: \"****\")"),
-        }
-    }
-}
+use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// The name of the output-token limit: OpenAI wants `max_completion_tokens` (and rejects
 /// `max_tokens` for reasoning models); most compatible servers only know `max_tokens`.
@@ -62,7 +39,7 @@ pub struct OpenAiChatConfig {
     pub provider_id: String,
     /// Up to and including the version segment: `https://api.openai.com/v1`.
     pub base_url: String,
-    pub auth: ChatAuth,
+    pub auth: Auth,
     /// Query parameters on every request (Azure's `api-version`).
     pub query: Vec<(String, String)>,
     /// Sent with every request (OpenRouter's `HTTP-Referer` and `X-Title`, for instance).
@@ -83,7 +60,7 @@ impl OpenAiChatConfig {
         OpenAiChatConfig {
             provider_id: "openai".into(),
             base_url: "https://api.openai.com/v1".into(),
-            auth: ChatAuth::Bearer(api_key.into()),
+            auth: Auth::Bearer(api_key.into()),
             query: Vec::new(),
             extra_headers: Vec::new(),
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
@@ -96,7 +73,7 @@ impl OpenAiChatConfig {
 
     /// Any compatible server at `base_url` (up to `/v1`), with the most widely accepted settings:
     /// `max_tokens`, no reasoning parameter, usage requested.
-    pub fn compatible(provider_id: impl Into<String>, base_url: impl Into<String>, auth: ChatAuth) -> Self {
+    pub fn compatible(provider_id: impl Into<String>, base_url: impl Into<String>, auth: Auth) -> Self {
         OpenAiChatConfig {
             provider_id: provider_id.into(),
             base_url: base_url.into(),
@@ -109,30 +86,30 @@ impl OpenAiChatConfig {
 
     /// A local Ollama (`http://localhost:11434/v1`).
     pub fn ollama() -> Self {
-        OpenAiChatConfig::compatible("ollama", "http://localhost:11434/v1", ChatAuth::None)
+        OpenAiChatConfig::compatible("ollama", "http://localhost:11434/v1", Auth::None)
     }
 
     /// A vLLM server (`reasoning_content` streamed, `reasoning_effort` understood).
     pub fn vllm(base_url: impl Into<String>, api_key: Option<String>) -> Self {
-        let auth = api_key.map_or(ChatAuth::None, ChatAuth::Bearer);
+        let auth = api_key.map_or(Auth::None, Auth::Bearer);
         OpenAiChatConfig { reasoning: ReasoningParam::Effort, ..OpenAiChatConfig::compatible("vllm", base_url, auth) }
     }
 
     /// A llama.cpp server (`llama-server`).
     pub fn llama_cpp(base_url: impl Into<String>) -> Self {
-        OpenAiChatConfig::compatible("llama.cpp", base_url, ChatAuth::None)
+        OpenAiChatConfig::compatible("llama.cpp", base_url, Auth::None)
     }
 
     /// DeepSeek (reasoning arrives as `reasoning_content` and must not be sent back).
     pub fn deepseek(api_key: impl Into<String>) -> Self {
-        OpenAiChatConfig::compatible("deepseek", "https://api.deepseek.com/v1", ChatAuth::Bearer(api_key.into()))
+        OpenAiChatConfig::compatible("deepseek", "https://api.deepseek.com/v1", Auth::Bearer(api_key.into()))
     }
 
     /// Groq.
     pub fn groq(api_key: impl Into<String>) -> Self {
         OpenAiChatConfig {
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
-            ..OpenAiChatConfig::compatible("groq", "https://api.groq.com/openai/v1", ChatAuth::Bearer(api_key.into()))
+            ..OpenAiChatConfig::compatible("groq", "https://api.groq.com/openai/v1", Auth::Bearer(api_key.into()))
         }
     }
 
@@ -140,11 +117,7 @@ impl OpenAiChatConfig {
     pub fn openrouter(api_key: impl Into<String>) -> Self {
         OpenAiChatConfig {
             reasoning: ReasoningParam::OpenRouter,
-            ..OpenAiChatConfig::compatible(
-                "openrouter",
-                "https://openrouter.ai/api/v1",
-                ChatAuth::Bearer(api_key.into()),
-            )
+            ..OpenAiChatConfig::compatible("openrouter", "https://openrouter.ai/api/v1", Auth::Bearer(api_key.into()))
         }
     }
 
@@ -152,7 +125,7 @@ impl OpenAiChatConfig {
     pub fn xai(api_key: impl Into<String>) -> Self {
         OpenAiChatConfig {
             reasoning: ReasoningParam::Effort,
-            ..OpenAiChatConfig::compatible("xai", "https://api.x.ai/v1", ChatAuth::Bearer(api_key.into()))
+            ..OpenAiChatConfig::compatible("xai", "https://api.x.ai/v1", Auth::Bearer(api_key.into()))
         }
     }
 
@@ -160,26 +133,16 @@ impl OpenAiChatConfig {
     pub fn mistral(api_key: impl Into<String>) -> Self {
         OpenAiChatConfig {
             include_usage: false,
-            ..OpenAiChatConfig::compatible("mistral", "https://api.mistral.ai/v1", ChatAuth::Bearer(api_key.into()))
+            ..OpenAiChatConfig::compatible("mistral", "https://api.mistral.ai/v1", Auth::Bearer(api_key.into()))
         }
     }
 }
 
 /// The headers and JSON body of a streaming `/chat/completions` call.
 pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> HttpRequest {
-    let mut url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-    for (i, (name, value)) in config.query.iter().enumerate() {
-        url.push(if i == 0 { '?' } else { '&' });
-        url.push_str(name);
-        url.push('=');
-        url.push_str(value);
-    }
+    let url = url_with_query(&config.base_url, "/chat/completions", &config.query);
     let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
-    match &config.auth {
-        ChatAuth::None => {}
-        ChatAuth::Bearer(key) => http = http.header("authorization", format!("Bearer {key}")),
-        ChatAuth::Header { name, value } => http = http.header(name.clone(), value.clone()),
-    }
+    config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
     http
 }

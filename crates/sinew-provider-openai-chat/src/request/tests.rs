@@ -81,7 +81,7 @@ fn headers_and_urls_for_each_auth() {
     let mut azure = OpenAiChatConfig::compatible(
         "azure_openai",
         "https://r.openai.azure.com/openai/deployments/d",
-        ChatAuth::Header { name: "api-key".into(), value: "AZ-SECRET".into() },
+        Auth::Header { name: "api-key".into(), value: "AZ-SECRET".into() },
     );
     azure.query.push(("api-version".into(), "2024-10-21".into()));
     let http = build_request(&azure, &request);

@@ -1,0 +1,94 @@
+//! Credentials sent as a header, and URLs with query parameters.
+
+use std::fmt;
+
+use crate::request::HttpRequest;
+
+/// How requests authenticate. `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// No credentials (a local server).
+    None,
+    /// `Authorization: Bearer <token>`.
+    Bearer(String),
+    /// The key in a header of its own: Azure's `api-key`, Gemini's `x-goog-api-key`.
+    Header { name: String, value: String },
+}
+
+impl Auth {
+    /// Adds the credentials to `request`.
+    pub fn apply(&self, request: &mut HttpRequest) {
+        match self {
+            Auth::None => {}
+            Auth::Bearer(token) => request.headers.push(("authorization".into(), format!("Bearer {token}"))),
+            Auth::Header { name, value } => request.headers.push((name.clone(), value.clone())),
+        }
+    }
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Bearer(_) => f.write_str("Bearer(\"****\")"),
+            Auth::Header { name, .. } => write!(f, "Header({name}: \"****\")"),
+        }
+    }
+}
+
+/// `base` (its trailing slashes dropped) + `path`, then `query` percent-encoded.
+pub fn url_with_query(base: &str, path: &str, query: &[(String, String)]) -> String {
+    let mut url = format!("{}{path}", base.trim_end_matches('/'));
+    for (i, (name, value)) in query.iter().enumerate() {
+        url.push(if i == 0 && !url.contains('?') { '?' } else { '&' });
+        encode_into(&mut url, name);
+        url.push('=');
+        encode_into(&mut url, value);
+    }
+    url
+}
+
+fn encode_into(out: &mut String, text: &str) {
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_join_and_encode() {
+        let query = [("api-version".to_owned(), "2025-04-01-preview".to_owned()), ("x".to_owned(), "a b&c".to_owned())];
+        assert_eq!(
+            url_with_query("https://h.test/openai/", "/responses", &query),
+            "https://h.test/openai/responses?api-version=2025-04-01-preview&x=a%20b%26c"
+        );
+        assert_eq!(
+            url_with_query("https://h.test", "/x?alt=sse", &query[..1]),
+            "https://h.test/x?alt=sse&api-version=2025-04-01-preview"
+        );
+        assert_eq!(url_with_query("https://h.test", "/x", &[]), "https://h.test/x");
+    }
+
+    #[test]
+    fn credentials_are_applied_and_hidden() {
+        let mut request = HttpRequest::post_json("http://x", "{}");
+        Auth::Bearer("SECRET1".into()).apply(&mut request);
+        Auth::Header { name: "api-key".into(), value: "SECRET2".into() }.apply(&mut request);
+        Auth::None.apply(&mut request);
+        assert_eq!(request.header_value("authorization"), Some("Bearer SECRET1"));
+        assert_eq!(request.header_value("api-key"), Some("SECRET2"));
+        let shown = format!(
+            "{:?} {:?}",
+            Auth::Bearer("SECRET1".into()),
+            Auth::Header { name: "k".into(), value: "SECRET2".into() }
+        );
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
+}

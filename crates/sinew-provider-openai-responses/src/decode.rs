@@ -1,0 +1,296 @@
+//! The streamed response of `/responses`, decoded incrementally.
+//!
+//! Output items map to content: `reasoning` → thinking (its `id` and `encrypted_content` kept
+//! for the next turn), `message` → text (its item id kept as the text's signature),
+//! `function_call` → a tool call (its `call_id` as the id, its item id as the signature); other
+//! items (server tools, custom tools) are kept whole as `Content::Opaque`. Function-call argument
+//! deltas are checked against `.done`, whose text wins if they differ.
+
+use serde_json::{Map, Value};
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::sse::SseEvent;
+use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
+
+/// Decodes one streamed response: feed it bytes as they arrive, then call `finish`.
+pub type ResponsesDecoder = SseMessageDecoder<ResponsesEvents>;
+
+/// A decoder for a response to a request for `model`, stamping the message with `provider`.
+pub fn decoder(provider: &str, model: &str) -> ResponsesDecoder {
+    SseMessageDecoder::new(ResponsesEvents {
+        message: AssistantMessage::new(provider, model),
+        items: Vec::new(),
+        started: false,
+    })
+}
+
+/// An output item: where its content is, and the function-call arguments streamed so far.
+#[derive(Debug)]
+struct Item {
+    output_index: u64,
+    content_index: usize,
+    arguments: String,
+    /// Reasoning summary parts seen (a blank line goes between them).
+    summary_parts: u64,
+}
+
+/// The Responses reading of server-sent events (see [`SseHandler`]).
+#[derive(Debug)]
+pub struct ResponsesEvents {
+    message: AssistantMessage,
+    items: Vec<Item>,
+    started: bool,
+}
+
+impl SseHandler for ResponsesEvents {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        let data = event.data.trim();
+        // OpenRouter ends with `[DONE]` after `response.completed`.
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(None);
+        }
+        let payload: Value = serde_json::from_str(data).map_err(|e| {
+            ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, excerpt(data)))
+        })?;
+        let kind = payload["type"].as_str().unwrap_or(event.event.as_str());
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+        match kind {
+            "response.created" | "response.in_progress" => self.response_model(&payload["response"]),
+            "response.output_item.added" => self.item_added(&payload, out),
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let index = self.content_index(&payload)?;
+                let delta = payload["delta"].as_str().unwrap_or_default();
+                if let Some(Content::Text { text, .. }) = self.message.content.get_mut(index) {
+                    text.push_str(delta);
+                    out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: delta.to_owned() }));
+                }
+            }
+            "response.reasoning_summary_part.added" => {
+                let index = self.content_index(&payload)?;
+                if let Some(item) = self.items.iter_mut().find(|i| i.content_index == index) {
+                    item.summary_parts += 1;
+                    if item.summary_parts > 1
+                        && let Some(Content::Thinking { thinking, .. }) = self.message.content.get_mut(index)
+                    {
+                        thinking.push_str("\n\n");
+                        out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: "\n\n".into() }));
+                    }
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let index = self.content_index(&payload)?;
+                let delta = payload["delta"].as_str().unwrap_or_default();
+                if let Some(Content::Thinking { thinking, .. }) = self.message.content.get_mut(index) {
+                    thinking.push_str(delta);
+                    out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: delta.to_owned() }));
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let index = self.content_index(&payload)?;
+                let delta = payload["delta"].as_str().unwrap_or_default();
+                if let Some(item) = self.items.iter_mut().find(|i| i.content_index == index) {
+                    item.arguments.push_str(delta);
+                    out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                        index,
+                        id: None,
+                        name: None,
+                        delta: delta.to_owned(),
+                    }));
+                }
+            }
+            "response.function_call_arguments.done" => {
+                let index = self.content_index(&payload)?;
+                if let (Some(done), Some(item)) =
+                    (payload["arguments"].as_str(), self.items.iter_mut().find(|i| i.content_index == index))
+                    && item.arguments != done
+                {
+                    tracing::debug!(index, "function-call argument deltas differ from .done; .done wins");
+                    done.clone_into(&mut item.arguments);
+                }
+            }
+            "response.output_item.done" => self.item_done(&payload)?,
+            "response.completed" | "response.incomplete" => return self.completed(&payload["response"]).map(Some),
+            "response.failed" => {
+                let response = &payload["response"];
+                return Err(failure(&response["error"]));
+            }
+            "error" => {
+                let error = if payload["error"].is_object() { &payload["error"] } else { &payload };
+                return Err(failure(error));
+            }
+            // Lifecycle events of server tools, annotations, content parts: nothing to model.
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    fn end(&mut self, _: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
+        Err(ProviderError::Protocol("the stream ended before response.completed".into()))
+    }
+
+    fn partial(&mut self) -> AssistantMessage {
+        let mut message = std::mem::replace(&mut self.message, AssistantMessage::new("", ""));
+        for item in self.items.drain(..) {
+            if let Some(Content::ToolCall { arguments, .. }) = message.content.get_mut(item.content_index) {
+                *arguments = parse_arguments(&item.arguments);
+            }
+        }
+        message
+    }
+}
+
+impl ResponsesEvents {
+    fn response_model(&mut self, response: &Value) {
+        if let Some(model) = response["model"].as_str().filter(|m| !m.is_empty()) {
+            model.clone_into(&mut self.message.model);
+        }
+    }
+
+    fn content_index(&self, payload: &Value) -> Result<usize, ProviderError> {
+        let output_index = payload["output_index"].as_u64();
+        self.items.iter().find(|i| Some(i.output_index) == output_index).map(|i| i.content_index).ok_or_else(|| {
+            ProviderError::Protocol(format!(
+                "event for an output item that was never added: {}",
+                excerpt(&payload.to_string())
+            ))
+        })
+    }
+
+    fn item_added(&mut self, payload: &Value, out: &mut Vec<StreamEvent>) {
+        let item = &payload["item"];
+        let str_of = |field: &str| item[field].as_str().unwrap_or_default().to_owned();
+        let content = match item["type"].as_str().unwrap_or_default() {
+            "reasoning" => Content::Thinking {
+                thinking: String::new(),
+                signature: item["encrypted_content"].as_str().map(str::to_owned),
+                redacted: false,
+                id: Some(str_of("id")),
+            },
+            "message" => Content::Text { text: String::new(), signature: item["id"].as_str().map(str::to_owned) },
+            "function_call" => Content::ToolCall {
+                id: str_of("call_id"),
+                name: str_of("name"),
+                arguments: Value::Null,
+                signature: item["id"].as_str().map(str::to_owned),
+            },
+            _ => Content::Opaque { provider: self.message.provider.clone(), data: item.clone() },
+        };
+        let content_index = self.message.content.len();
+        if let Content::ToolCall { id, name, .. } = &content {
+            // The call is announced with its id and name; its arguments follow as deltas.
+            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                index: content_index,
+                id: Some(id.clone()),
+                name: Some(name.clone()),
+                delta: String::new(),
+            }));
+        }
+        self.message.content.push(content);
+        self.items.push(Item {
+            output_index: payload["output_index"].as_u64().unwrap_or(content_index as u64),
+            content_index,
+            arguments: item["arguments"].as_str().unwrap_or_default().to_owned(),
+            summary_parts: 0,
+        });
+    }
+
+    fn item_done(&mut self, payload: &Value) -> Result<(), ProviderError> {
+        let index = self.content_index(payload)?;
+        let item = &payload["item"];
+        let provider = self.message.provider.clone();
+        match self.message.content.get_mut(index) {
+            Some(Content::Thinking { thinking, signature, .. }) => {
+                if let Some(encrypted) = item["encrypted_content"].as_str() {
+                    *signature = Some(encrypted.to_owned());
+                }
+                if thinking.is_empty() {
+                    *thinking = reasoning_text(item);
+                }
+            }
+            Some(Content::Text { text, .. }) if text.is_empty() => *text = message_text(item),
+            Some(Content::ToolCall { .. }) => {
+                if let (Some(done), Some(state)) =
+                    (item["arguments"].as_str(), self.items.iter_mut().find(|i| i.content_index == index))
+                {
+                    done.clone_into(&mut state.arguments);
+                }
+            }
+            Some(content @ Content::Opaque { .. }) => *content = Content::Opaque { provider, data: item.clone() },
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn completed(&mut self, response: &Value) -> Result<AssistantMessage, ProviderError> {
+        self.response_model(response);
+        let usage = &response["usage"];
+        let input = usage["input_tokens"].as_u64().unwrap_or(0);
+        let cached = usage["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0).min(input);
+        let output = usage["output_tokens"].as_u64().unwrap_or(0);
+        self.message.usage = Usage {
+            input: input - cached,
+            output,
+            cache_read: cached,
+            cache_write: 0,
+            total_tokens: usage["total_tokens"].as_u64().unwrap_or(input + output),
+        };
+        let reason = response["incomplete_details"]["reason"].as_str();
+        if reason == Some("content_filter") {
+            return Err(ProviderError::Api {
+                status: None,
+                message: "the answer was blocked by the content filter".into(),
+            });
+        }
+        let mut message = self.partial();
+        message.stop_reason = match (response["status"].as_str(), reason) {
+            (Some("incomplete"), _) | (_, Some("max_output_tokens")) => StopReason::Length,
+            _ if message.tool_calls().next().is_some() => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        Ok(message)
+    }
+}
+
+fn reasoning_text(item: &Value) -> String {
+    let parts = |field: &str| -> Vec<&str> {
+        item[field].as_array().map(|a| a.iter().filter_map(|p| p["text"].as_str()).collect()).unwrap_or_default()
+    };
+    let summary = parts("summary");
+    if summary.is_empty() { parts("content").concat() } else { summary.join("\n\n") }
+}
+
+fn message_text(item: &Value) -> String {
+    item["content"]
+        .as_array()
+        .map(|parts| parts.iter().filter_map(|p| p["text"].as_str().or(p["refusal"].as_str())).collect())
+        .unwrap_or_default()
+}
+
+fn parse_arguments(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+/// `response.failed`'s or an `error` event's error.
+fn failure(error: &Value) -> ProviderError {
+    let message = error["message"].as_str().unwrap_or("the response failed").to_owned();
+    let code = error["code"].as_str().or(error["type"].as_str()).unwrap_or_default();
+    let message = if code.is_empty() || message.contains(code) { message } else { format!("{message} [{code}]") };
+    match code {
+        "context_length_exceeded" => ProviderError::ContextOverflow { message },
+        "rate_limit_exceeded" => ProviderError::RateLimited { retry_after_ms: None, message },
+        "server_error" | "server_is_overloaded" => ProviderError::Unavailable { status: 500, message },
+        _ if sinew_core::is_context_overflow(0, &message) => ProviderError::ContextOverflow { message },
+        _ => ProviderError::Api { status: None, message },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+//! The `/responses` request, built from a [`StreamRequest`] (pure: no I/O).
+//!
+//! Stateless by design (`store: false`): the whole history is sent each turn, with the
+//! provider's own reasoning items (id, summary, `encrypted_content`) and item ids carried back
+//! so reasoning models keep their chain of thought across tool calls.
+
+use serde_json::{Map, Value, json};
+use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_http::{Auth, HttpRequest, url_with_query};
+
+/// Where and how to call a Responses endpoint: OpenAI, Azure OpenAI, or a compatible server.
+#[derive(Clone, Debug)]
+pub struct ResponsesConfig {
+    /// `"openai_responses"` or `"azure_openai"`; reasoning and item ids go back only to the
+    /// provider that produced them.
+    pub provider_id: String,
+    /// Up to the version segment: `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub auth: Auth,
+    /// Query parameters on every request (Azure's `api-version`).
+    pub query: Vec<(String, String)>,
+    pub extra_headers: Vec<(String, String)>,
+    /// Reasoning summaries asked for with a thinking level (`"auto"`, `"concise"`, `"detailed"`).
+    pub reasoning_summary: Option<String>,
+}
+
+impl ResponsesConfig {
+    /// OpenAI's Responses API.
+    pub fn openai(api_key: impl Into<String>) -> Self {
+        ResponsesConfig {
+            provider_id: "openai_responses".into(),
+            base_url: "https://api.openai.com/v1".into(),
+            auth: Auth::Bearer(api_key.into()),
+            query: Vec::new(),
+            extra_headers: Vec::new(),
+            reasoning_summary: Some("auto".into()),
+        }
+    }
+
+    /// Azure OpenAI's v1 API of `resource` (`https://{resource}.openai.azure.com/openai/v1`),
+    /// with its `api-key` header. The request's model is the deployment name.
+    pub fn azure(resource: &str, api_key: impl Into<String>) -> Self {
+        ResponsesConfig {
+            provider_id: "azure_openai".into(),
+            base_url: format!("https://{resource}.openai.azure.com/openai/v1"),
+            auth: Auth::Header { name: "api-key".into(), value: api_key.into() },
+            ..ResponsesConfig::openai("")
+        }
+    }
+
+    /// Azure OpenAI at an explicit endpoint (`https://host/openai`) with a dated `api-version`,
+    /// for resources not on the v1 API yet.
+    pub fn azure_versioned(endpoint: &str, api_version: &str, api_key: impl Into<String>) -> Self {
+        ResponsesConfig {
+            base_url: endpoint.trim_end_matches('/').to_owned(),
+            query: vec![("api-version".into(), api_version.into())],
+            ..ResponsesConfig::azure("", api_key)
+        }
+    }
+}
+
+/// The headers and JSON body of a streaming `/responses` call.
+pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    let url = url_with_query(&config.base_url, "/responses", &config.query);
+    let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
+    config.auth.apply(&mut http);
+    http.headers.extend(config.extra_headers.iter().cloned());
+    http
+}
+
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), request.model.into());
+    if !request.system_prompt.is_empty() {
+        body.insert("instructions".into(), request.system_prompt.into());
+    }
+    body.insert("input".into(), input(config, request.messages).into());
+    body.insert("stream".into(), true.into());
+    body.insert("store".into(), false.into());
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": false})
+            })
+            .collect();
+        body.insert("tools".into(), tools.into());
+    }
+    if let Some(max) = request.max_tokens {
+        body.insert("max_output_tokens".into(), max.into());
+    }
+    if let Some(t) = request.temperature {
+        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
+        body.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+    }
+    if let Some(effort) = effort(request.thinking_level) {
+        let mut reasoning = json!({"effort": effort});
+        if let Some(summary) = &config.reasoning_summary {
+            reasoning["summary"] = summary.as_str().into();
+        }
+        body.insert("reasoning".into(), reasoning);
+        // Without storage, reasoning comes back encrypted so the next turn can carry it.
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    }
+    Value::Object(body)
+}
+
+fn effort(level: ThinkingLevel) -> Option<&'static str> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some("minimal"),
+        ThinkingLevel::Low => Some("low"),
+        ThinkingLevel::Medium => Some("medium"),
+        ThinkingLevel::High => Some("high"),
+    }
+}
+
+fn input(config: &ResponsesConfig, history: &[&Message]) -> Vec<Value> {
+    let mut items = Vec::with_capacity(history.len());
+    // Images returned by tools cannot go in `function_call_output`; they follow the batch.
+    let mut tool_images: Vec<Value> = Vec::new();
+    for message in history {
+        if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
+            items.push(images_turn(&mut tool_images));
+        }
+        match message {
+            Message::User(user) => {
+                let content: Vec<Value> = user.content.iter().filter_map(input_part).collect();
+                if !content.is_empty() {
+                    items.push(json!({"role": "user", "content": content}));
+                }
+            }
+            Message::Assistant(assistant) => assistant_items(config, assistant, &mut items),
+            Message::ToolResult(result) => {
+                let text = sinew_core::join_text(&result.content, "\n");
+                let output = if text.is_empty() { "(no output)".to_owned() } else { text };
+                tool_images.extend(
+                    result.content.iter().filter(|c| matches!(c, Content::Image { .. })).filter_map(input_part),
+                );
+                items.push(json!({"type": "function_call_output", "call_id": result.tool_call_id, "output": output}));
+            }
+        }
+    }
+    if !tool_images.is_empty() {
+        items.push(images_turn(&mut tool_images));
+    }
+    items
+}
+
+fn images_turn(images: &mut Vec<Value>) -> Value {
+    let mut content = vec![json!({"type": "input_text", "text": "Images returned by the tools above:"})];
+    content.append(images);
+    json!({"role": "user", "content": content})
+}
+
+fn input_part(content: &Content) -> Option<Value> {
+    match content {
+        Content::Text { text, .. } if !text.is_empty() => Some(json!({"type": "input_text", "text": text})),
+        Content::Image { data, mime_type } => {
+            Some(json!({"type": "input_image", "image_url": format!("data:{mime_type};base64,{data}")}))
+        }
+        _ => None,
+    }
+}
+
+fn assistant_items(config: &ResponsesConfig, message: &AssistantMessage, items: &mut Vec<Value>) {
+    let ours = message.provider == config.provider_id;
+    let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
+    for content in &message.content {
+        match content {
+            // A reasoning item is only valid back on the service that made it, complete, with
+            // the item that followed it.
+            Content::Thinking { thinking, signature, id: Some(id), redacted: false } if ours && !failed => {
+                let summary: Vec<Value> = if thinking.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![json!({"type": "summary_text", "text": thinking})]
+                };
+                let mut item = json!({"type": "reasoning", "id": id, "summary": summary});
+                if let Some(encrypted) = signature {
+                    item["encrypted_content"] = encrypted.as_str().into();
+                }
+                items.push(item);
+            }
+            Content::Text { text, signature } if !text.is_empty() => {
+                let mut item = json!({
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    "status": "completed",
+                });
+                if let Some(id) = signature.as_ref().filter(|id| ours && id.starts_with("msg")) {
+                    item["id"] = id.as_str().into();
+                }
+                items.push(item);
+            }
+            Content::ToolCall { id, name, arguments, signature } => {
+                let mut item =
+                    json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments.to_string()});
+                if let Some(item_id) = signature.as_ref().filter(|id| ours && id.starts_with("fc")) {
+                    item["id"] = item_id.as_str().into();
+                }
+                items.push(item);
+            }
+            Content::Opaque { provider, data } if *provider == config.provider_id && !failed => {
+                items.push(data.clone())
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

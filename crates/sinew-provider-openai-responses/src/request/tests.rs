@@ -1,0 +1,67 @@
+use serde_json::json;
+use sinew_testing::{round_trip_history, round_trip_tools};
+
+use super::*;
+
+fn build(config: &ResponsesConfig, adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
+    let opaque = json!({"type": "web_search_call", "id": "ws_1", "status": "completed"});
+    let mut history = round_trip_history("openai_responses", opaque);
+    // Item ids as the service issues them.
+    if let Message::Assistant(answer) = &mut history[1] {
+        for content in &mut answer.content {
+            match content {
+                Content::Text { signature, .. } => *signature = Some("msg_1".into()),
+                Content::ToolCall { signature, id, .. } if id == "call_1" => *signature = Some("fc_1".into()),
+                _ => {}
+            }
+        }
+    }
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = round_trip_tools();
+    let mut request = StreamRequest::new("gpt-x", "You are terse.", &refs);
+    request.tools = &tools;
+    adjust(&mut request);
+    body(config, &request)
+}
+
+#[test]
+fn a_rich_history_becomes_the_documented_body() {
+    let body = build(&ResponsesConfig::openai("sk-secret"), |r| {
+        r.thinking_level = ThinkingLevel::High;
+        r.max_tokens = Some(1000);
+    });
+    insta::assert_json_snapshot!(body);
+}
+
+#[test]
+fn reasoning_and_item_ids_go_back_only_to_their_own_service() {
+    let own = build(&ResponsesConfig::openai("k"), |_| {});
+    let text = own.to_string();
+    assert!(text.contains("\"encrypted_content\":\"sig-1\"") && text.contains("\"id\":\"rs_1\""));
+    assert!(text.contains("\"id\":\"msg_1\"") && text.contains("\"id\":\"fc_1\"") && text.contains("ws_1"));
+    assert!(!text.contains("foreign thoughts") && !text.contains("\"type\":\"foreign\""));
+
+    let other = build(&ResponsesConfig::azure("res", "k"), |_| {});
+    let text = other.to_string();
+    assert!(!text.contains("rs_1") && !text.contains("msg_1") && !text.contains("fc_1") && !text.contains("ws_1"));
+    assert!(text.contains("\"call_id\":\"call_1\""), "calls and results still pair up");
+}
+
+#[test]
+fn urls_and_headers_for_openai_and_azure() {
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("m", "", &refs);
+    let http = build_request(&ResponsesConfig::openai("sk-SECRET"), &request);
+    assert_eq!(http.url, "https://api.openai.com/v1/responses");
+    assert_eq!(http.header_value("authorization"), Some("Bearer sk-SECRET"));
+    let http = build_request(&ResponsesConfig::azure("contoso", "AZ-SECRET"), &request);
+    assert_eq!(http.url, "https://contoso.openai.azure.com/openai/v1/responses");
+    assert_eq!(http.header_value("api-key"), Some("AZ-SECRET"));
+    assert!(!format!("{http:?}").contains("SECRET"));
+    let http =
+        build_request(&ResponsesConfig::azure_versioned("https://h.test/openai/", "2025-04-01-preview", "k"), &request);
+    assert_eq!(http.url, "https://h.test/openai/responses?api-version=2025-04-01-preview");
+    let body: Value = serde_json::from_slice(&http.body).unwrap();
+    assert!(body.get("reasoning").is_none() && body.get("include").is_none(), "no reasoning asked when off");
+}

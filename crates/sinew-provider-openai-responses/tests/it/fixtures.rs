@@ -1,0 +1,150 @@
+use proptest::prelude::*;
+use serde_json::Value;
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_provider_openai_responses::decoder;
+use sinew_testing::{recorded_streams, split_at_points};
+
+fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
+    recorded_streams("responses", 12)
+}
+
+fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
+    let mut decoder = decoder("openai_responses", "requested-model");
+    let mut out = Vec::new();
+    for chunk in chunks {
+        decoder.feed(chunk, &mut out);
+    }
+    decoder.finish(&mut out);
+    out
+}
+
+fn terminal(events: &[StreamEvent]) -> (AssistantMessage, Option<ProviderError>) {
+    match events.last() {
+        Some(StreamEvent::Done(m)) => (AssistantMessage { timestamp: 0, ..m.clone() }, None),
+        Some(StreamEvent::Error { error, partial }) => {
+            (AssistantMessage { timestamp: 0, ..partial.clone() }, Some(error.clone()))
+        }
+        other => panic!("ended with {other:?}"),
+    }
+}
+
+#[test]
+fn every_recorded_stream_decodes_to_the_expected_message() {
+    for (name, bytes, expected) in fixtures() {
+        let events = decode(&[&bytes]);
+        let (message, error) = terminal(&events);
+
+        assert_eq!(message.text(), expected["text"].as_str().unwrap(), "{name}: text");
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, message.text(), "{name}: the deltas add up to the text");
+
+        let calls: Vec<Value> = message
+            .tool_calls()
+            .map(|c| serde_json::json!({"call_id": c.id, "name": c.name, "arguments": c.arguments}))
+            .collect();
+        let want_calls: Vec<Value> = expected["function_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| serde_json::json!({"call_id": c["call_id"], "name": c["name"], "arguments": c["arguments_json"]}))
+            .collect();
+        assert_eq!(calls, want_calls, "{name}: function calls");
+
+        // Every output item is in the message, in order, as the content it stands for.
+        let items = expected["output_items"].as_array().unwrap();
+        assert_eq!(message.content.len(), items.len(), "{name}: items");
+        for (content, item) in message.content.iter().zip(items) {
+            match (item["type"].as_str().unwrap(), content) {
+                ("reasoning", Content::Thinking { thinking, signature, id, .. }) => {
+                    assert_eq!(id.as_deref(), item["id"].as_str(), "{name}: reasoning id");
+                    let want = item["summary"]
+                        .as_array()
+                        .map(|s| s.iter().map(|t| t.as_str().unwrap()).collect::<Vec<_>>().join("\n\n"))
+                        .or_else(|| item["reasoning_text"].as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    assert_eq!(thinking, &want, "{name}: reasoning text");
+                    let encrypted =
+                        signature.as_ref().map(String::len).filter(|_| item.get("encrypted_content_len").is_some());
+                    assert_eq!(
+                        encrypted.map(|n| n as u64),
+                        item["encrypted_content_len"].as_u64(),
+                        "{name}: encrypted reasoning"
+                    );
+                }
+                ("message", Content::Text { text, signature }) => {
+                    assert_eq!(text, item["text"].as_str().unwrap(), "{name}: message text");
+                    assert_eq!(signature.as_deref(), item["id"].as_str(), "{name}: message id kept");
+                }
+                ("function_call", Content::ToolCall { signature, .. }) => {
+                    assert_eq!(signature.as_deref(), item["id"].as_str(), "{name}: item id kept");
+                }
+                (kind, Content::Opaque { data, .. }) => {
+                    assert_eq!(data["type"], kind, "{name}");
+                    assert_eq!(data["id"], item["id"], "{name}");
+                }
+                (kind, content) => panic!("{name}: item {kind} became {content:?}"),
+            }
+        }
+
+        let errors = expected["errors"].as_array().unwrap();
+        match expected["status"].as_str().unwrap() {
+            "failed" => {
+                let want = expected["response_error"]["message"].as_str().unwrap();
+                let error = error.unwrap_or_else(|| panic!("{name}: the failure was not reported"));
+                assert!(error.to_string().contains(want), "{name}: {error}");
+                assert_eq!(message.stop_reason, StopReason::Error);
+            }
+            status => {
+                assert!(errors.is_empty(), "{name}: fixture with errors needs a check");
+                assert_eq!(error, None, "{name}");
+                let want_stop = match status {
+                    "incomplete" => StopReason::Length,
+                    _ if !want_calls.is_empty() => StopReason::ToolUse,
+                    _ => StopReason::Stop,
+                };
+                assert_eq!(message.stop_reason, want_stop, "{name}: stop reason");
+                let usage = &expected["usage"];
+                let u = message.usage;
+                assert_eq!(
+                    (u.input + u.cache_read, u.cache_read, u.output, u.total_tokens),
+                    (
+                        usage["input_tokens"].as_u64().unwrap(),
+                        usage["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+                        usage["output_tokens"].as_u64().unwrap(),
+                        usage["total_tokens"].as_u64().unwrap()
+                    ),
+                    "{name}: usage"
+                );
+                assert_eq!(message.model, expected["model"].as_str().unwrap(), "{name}: model");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
+        for (name, bytes, _) in fixtures() {
+            let whole = terminal(&decode(&[&bytes]));
+            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            prop_assert_eq!(&terminal(&decode(&split_at_points(&bytes, &points))), &whole, "{}", name);
+        }
+    }
+}
+
+#[test]
+fn byte_by_byte_gives_the_same_message() {
+    for (name, bytes, _) in fixtures() {
+        let whole = terminal(&decode(&[&bytes]));
+        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(terminal(&decode(&chunks)), whole, "{name}");
+    }
+}
