@@ -1,0 +1,364 @@
+//! The streamed response of `streamGenerateContent?alt=sse`, decoded incrementally.
+//!
+//! Each chunk is a whole `GenerateContentResponse` whose parts extend the message: text parts
+//! (`thought: true` ones are thinking) merge into the open block of their kind; a
+//! `thoughtSignature` is kept on the part it came with (or, on an empty text part, on the block
+//! it follows), since Gemini rejects the next turn without it. Function calls come whole, or on
+//! Vertex streamed: a `functionCall` with `willContinue`, then `partialArgs` (values set at a
+//! `jsonPath`, strings possibly in pieces), then an empty `functionCall` closing it. Calls
+//! without an id get one (`google-fc-{index}-{suffix}`, `vertex-fc-...`), unique across a
+//! conversation. There is no end marker: the message is complete when the body ends after a
+//! `finishReason`.
+
+use serde_json::{Map, Value};
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::sse::SseEvent;
+use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
+
+/// Decodes one streamed response: feed it bytes as they arrive, then call `finish`.
+pub type GeminiDecoder = SseMessageDecoder<GeminiEvents>;
+
+/// A decoder for a response to a request for `model`, stamping the message with `provider`
+/// (`"google"` or `"google_vertex"`, which also picks the generated id prefix).
+pub fn decoder(provider: &str, model: &str) -> GeminiDecoder {
+    let id_prefix = if provider.contains("vertex") { "vertex-fc" } else { "google-fc" };
+    SseMessageDecoder::new(GeminiEvents {
+        message: AssistantMessage::new(provider, model),
+        open_block: None,
+        streaming_call: None,
+        finish_reason: None,
+        started: false,
+        id_prefix,
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    Text,
+    Thinking,
+}
+
+/// A Vertex function call whose arguments are still streaming.
+#[derive(Debug)]
+struct StreamingCall {
+    content_index: usize,
+    arguments: Value,
+}
+
+/// The Gemini reading of server-sent events (see [`SseHandler`]).
+#[derive(Debug)]
+pub struct GeminiEvents {
+    message: AssistantMessage,
+    open_block: Option<(Block, usize)>,
+    streaming_call: Option<StreamingCall>,
+    finish_reason: Option<String>,
+    started: bool,
+    id_prefix: &'static str,
+}
+
+impl SseHandler for GeminiEvents {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        let data = event.data.trim();
+        if data.is_empty() {
+            return Ok(None);
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?;
+        let chunk = match &chunk {
+            Value::Array(items) if items.len() == 1 => &items[0],
+            _ => &chunk,
+        };
+        if chunk.get("error").is_some() {
+            return Err(stream_error(data));
+        }
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+        if let Some(model) = chunk["modelVersion"].as_str().filter(|m| !m.is_empty()) {
+            model.clone_into(&mut self.message.model);
+        }
+        if let Some(usage) = chunk.get("usageMetadata") {
+            self.usage(usage);
+        }
+        if let Some(reason) = chunk["promptFeedback"]["blockReason"].as_str() {
+            return Err(ProviderError::Api { status: None, message: format!("the prompt was blocked: {reason}") });
+        }
+        let candidate = &chunk["candidates"][0];
+        if let Some(parts) = candidate["content"]["parts"].as_array() {
+            for part in parts {
+                self.part(part, out);
+            }
+        }
+        if let Some(reason) = candidate["finishReason"].as_str() {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        Ok(None)
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
+        let Some(reason) = self.finish_reason.clone() else {
+            return Err(ProviderError::Protocol("the stream ended before a finishReason".into()));
+        };
+        self.close_streaming_call(out);
+        let stop_reason = match reason.as_str() {
+            "STOP" | "FINISH_REASON_UNSPECIFIED" => StopReason::Stop,
+            "MAX_TOKENS" => StopReason::Length,
+            other => {
+                return Err(ProviderError::Api { status: None, message: format!("the answer was stopped: {other}") });
+            }
+        };
+        let mut message = self.partial();
+        message.stop_reason = if message.tool_calls().next().is_some() && stop_reason == StopReason::Stop {
+            StopReason::ToolUse
+        } else {
+            stop_reason
+        };
+        Ok(message)
+    }
+
+    fn partial(&mut self) -> AssistantMessage {
+        if let Some(call) = self.streaming_call.take()
+            && let Some(Content::ToolCall { arguments, .. }) = self.message.content.get_mut(call.content_index)
+        {
+            *arguments = call.arguments;
+        }
+        std::mem::replace(&mut self.message, AssistantMessage::new("", ""))
+    }
+}
+
+impl GeminiEvents {
+    fn usage(&mut self, usage: &Value) {
+        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+        let (prompt, cached) = (n("promptTokenCount"), n("cachedContentTokenCount"));
+        if prompt == 0 && n("totalTokenCount") == 0 {
+            return;
+        }
+        let output = n("candidatesTokenCount") + n("thoughtsTokenCount");
+        self.message.usage = Usage {
+            input: prompt.saturating_sub(cached) + n("toolUsePromptTokenCount"),
+            output,
+            cache_read: cached.min(prompt),
+            cache_write: 0,
+            total_tokens: n("totalTokenCount").max(prompt + output),
+        };
+    }
+
+    fn part(&mut self, part: &Value, out: &mut Vec<StreamEvent>) {
+        let signature = part["thoughtSignature"].as_str().map(str::to_owned);
+        if let Some(call) = part.get("functionCall") {
+            self.function_call(call, signature, out);
+        } else if let Some(text) = part["text"].as_str() {
+            let kind = if part["thought"] == true { Block::Thinking } else { Block::Text };
+            if text.is_empty() {
+                // An empty part carrying a signature signs the block it follows.
+                if let (Some(signature), Some((_, index))) = (signature, self.open_block) {
+                    set_signature(&mut self.message.content[index], signature);
+                }
+                return;
+            }
+            let index = self.block(kind);
+            match &mut self.message.content[index] {
+                Content::Text { text: buffer, .. } => {
+                    buffer.push_str(text);
+                    out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: text.to_owned() }));
+                }
+                Content::Thinking { thinking, .. } => {
+                    thinking.push_str(text);
+                    out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: text.to_owned() }));
+                }
+                _ => {}
+            }
+            if let Some(signature) = signature {
+                set_signature(&mut self.message.content[index], signature);
+            }
+        } else if part.as_object().is_some_and(|o| !o.is_empty() && !o.keys().all(|k| k == "thoughtSignature")) {
+            // Code execution, inline data and parts added later: kept whole, sent back as is.
+            self.open_block = None;
+            self.message.content.push(Content::Opaque { provider: self.message.provider.clone(), data: part.clone() });
+        }
+    }
+
+    fn block(&mut self, kind: Block) -> usize {
+        match self.open_block {
+            Some((open, index)) if open == kind => index,
+            _ => {
+                let index = self.message.content.len();
+                self.message.content.push(match kind {
+                    Block::Text => Content::text(""),
+                    Block::Thinking => {
+                        Content::Thinking { thinking: String::new(), signature: None, redacted: false, id: None }
+                    }
+                });
+                self.open_block = Some((kind, index));
+                index
+            }
+        }
+    }
+
+    fn function_call(&mut self, call: &Value, signature: Option<String>, out: &mut Vec<StreamEvent>) {
+        self.open_block = None;
+        let name = call["name"].as_str();
+        let partial_args = call["partialArgs"].as_array();
+        let will_continue = call["willContinue"] == true;
+        if let (Some(streaming), Some(args)) = (&mut self.streaming_call, partial_args) {
+            for arg in args {
+                apply_partial_arg(&mut streaming.arguments, arg);
+            }
+            return;
+        }
+        if name.is_none() && partial_args.is_none() {
+            // `{}` closes a streamed call.
+            self.close_streaming_call(out);
+            return;
+        }
+        self.close_streaming_call(out);
+        let index = self.message.content.len();
+        let id =
+            call["id"].as_str().filter(|id| !id.is_empty()).map_or_else(|| self.generated_id(index), str::to_owned);
+        let name = name.unwrap_or_default().to_owned();
+        let arguments = match call.get("args") {
+            Some(Value::Object(args)) => Value::Object(args.clone()),
+            _ => Value::Object(Map::new()),
+        };
+        self.message.content.push(Content::ToolCall {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+            signature,
+        });
+        if will_continue {
+            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                index,
+                id: Some(id),
+                name: Some(name),
+                delta: String::new(),
+            }));
+            self.streaming_call = Some(StreamingCall { content_index: index, arguments });
+        } else {
+            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                index,
+                id: Some(id),
+                name: Some(name),
+                delta: arguments.to_string(),
+            }));
+        }
+    }
+
+    /// Ends a streamed call: its arguments are complete, and go out as one delta.
+    fn close_streaming_call(&mut self, out: &mut Vec<StreamEvent>) {
+        let Some(call) = self.streaming_call.take() else { return };
+        let delta = call.arguments.to_string();
+        if let Some(Content::ToolCall { arguments, .. }) = self.message.content.get_mut(call.content_index) {
+            *arguments = call.arguments;
+        }
+        out.push(StreamEvent::Delta(StreamDelta::ToolCall { index: call.content_index, id: None, name: None, delta }));
+    }
+
+    fn generated_id(&self, index: usize) -> String {
+        let suffix: String = std::iter::repeat_with(fastrand::alphanumeric).take(8).collect();
+        format!("{}-{index}-{suffix}", self.id_prefix)
+    }
+}
+
+fn set_signature(content: &mut Content, value: String) {
+    match content {
+        Content::Text { signature, .. } | Content::Thinking { signature, .. } | Content::ToolCall { signature, .. } => {
+            *signature = Some(value);
+        }
+        _ => {}
+    }
+}
+
+/// Sets (or, for strings that continue, extends) the value at a `partialArgs` `jsonPath`:
+/// `$.a.b`, `$.items[2]`, `$['key']`.
+fn apply_partial_arg(arguments: &mut Value, arg: &Value) {
+    let Some(path) = arg["jsonPath"].as_str() else { return };
+    let value = if let Some(s) = arg.get("stringValue").and_then(Value::as_str) {
+        Value::String(s.to_owned())
+    } else if let Some(n) = arg.get("numberValue") {
+        n.clone()
+    } else if let Some(b) = arg.get("boolValue") {
+        b.clone()
+    } else if arg.get("nullValue").is_some() {
+        Value::Null
+    } else {
+        return;
+    };
+    let mut target = arguments;
+    for segment in path_segments(path) {
+        target = match segment {
+            Segment::Key(key) => {
+                if !target.is_object() {
+                    *target = Value::Object(Map::new());
+                }
+                target.as_object_mut().map(|o| o.entry(key).or_insert(Value::Null)).expect("made an object above")
+            }
+            Segment::Index(i) => {
+                if !target.is_array() {
+                    *target = Value::Array(Vec::new());
+                }
+                let items = target.as_array_mut().expect("made an array above");
+                if items.len() <= i {
+                    items.resize(i + 1, Value::Null);
+                }
+                &mut items[i]
+            }
+        };
+    }
+    match (target, value) {
+        (Value::String(existing), Value::String(more)) => existing.push_str(&more),
+        (target, value) => *target = value,
+    }
+}
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+fn path_segments(path: &str) -> Vec<Segment> {
+    let mut segments = Vec::new();
+    let mut rest = path.strip_prefix('$').unwrap_or(path);
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            segments.push(Segment::Key(after[..end].to_owned()));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("['") {
+            let end = after.find("']").unwrap_or(after.len());
+            segments.push(Segment::Key(after[..end].to_owned()));
+            rest = after.get(end + 2..).unwrap_or("");
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']').unwrap_or(after.len());
+            match after[..end].parse() {
+                Ok(i) => segments.push(Segment::Index(i)),
+                Err(_) => segments.push(Segment::Key(after[..end].to_owned())),
+            }
+            rest = after.get(end + 1..).unwrap_or("");
+        } else {
+            segments.push(Segment::Key(rest.to_owned()));
+            break;
+        }
+    }
+    segments
+}
+
+fn stream_error(data: &str) -> ProviderError {
+    let message = sinew_http::error_message(data.as_bytes());
+    let value: Value = serde_json::from_str(data).unwrap_or_default();
+    let value = match &value {
+        Value::Array(items) if !items.is_empty() => items[0].clone(),
+        _ => value,
+    };
+    match value["error"]["code"].as_u64() {
+        Some(status) if (400..600).contains(&status) => ProviderError::classify(status as u16, message),
+        _ => ProviderError::Api { status: None, message },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn decode(chunks: &[Value]) -> Vec<StreamEvent> {
+    let stream: String = chunks.iter().map(|c| format!("data: {c}\r\n\r\n")).collect();
+    let mut decoder = decoder("google", "m");
+    let mut out = Vec::new();
+    decoder.feed(stream.as_bytes(), &mut out);
+    decoder.finish(&mut out);
+    out
+}
+
+fn parts(parts: Value) -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
+}
+
+fn finish(reason: &str) -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": reason}],
+        "usageMetadata": {"promptTokenCount": 10, "cachedContentTokenCount": 4, "candidatesTokenCount": 2, "thoughtsTokenCount": 3, "totalTokenCount": 15}})
+}
+
+fn done(events: &[StreamEvent]) -> AssistantMessage {
+    match events.last() {
+        Some(StreamEvent::Done(m)) => m.clone(),
+        other => panic!("expected Done, got {other:?}"),
+    }
+}
+
+#[test]
+fn thoughts_text_and_signatures_land_on_their_blocks() {
+    let message = done(&decode(&[
+        parts(json!([{"text": "Hmm", "thought": true, "thoughtSignature": "T"}])),
+        parts(json!([{"text": "Answer"}])),
+        parts(json!([{"text": "", "thoughtSignature": "S"}])),
+        finish("STOP"),
+    ]));
+    assert_eq!(
+        message.content,
+        [
+            Content::Thinking { thinking: "Hmm".into(), signature: Some("T".into()), redacted: false, id: None },
+            Content::Text { text: "Answer".into(), signature: Some("S".into()) },
+        ]
+    );
+    assert_eq!(message.usage, Usage { input: 6, output: 5, cache_read: 4, cache_write: 0, total_tokens: 15 });
+}
+
+#[test]
+fn calls_without_ids_get_unique_ones_and_keep_their_signature() {
+    let stream = [
+        parts(
+            json!([{"functionCall": {"name": "a", "args": {"x": 1}}, "thoughtSignature": "SIG"}, {"functionCall": {"name": "a"}}]),
+        ),
+        finish("STOP"),
+    ];
+    let first = done(&decode(&stream));
+    let second = done(&decode(&stream));
+    let ids: Vec<&str> = first.tool_calls().chain(second.tool_calls()).map(|c| c.id).collect();
+    assert!(ids.iter().all(|id| id.starts_with("google-fc-")), "{ids:?}");
+    let unique: std::collections::HashSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), 4, "ids never repeat, even across turns: {ids:?}");
+    assert!(
+        matches!(&first.content[0], Content::ToolCall { signature: Some(s), arguments, .. } if s == "SIG" && arguments == &json!({"x": 1}))
+    );
+    assert_eq!(first.tool_calls().nth(1).unwrap().arguments, &json!({}));
+    assert_eq!(first.stop_reason, StopReason::ToolUse);
+}
+
+#[test]
+fn streamed_arguments_follow_their_json_paths() {
+    let message = done(&decode(&[
+        parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
+        parts(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.city", "stringValue": "San ", "willContinue": true}], "willContinue": true}}]),
+        ),
+        parts(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.city", "stringValue": "Francisco"}], "willContinue": true}}]),
+        ),
+        parts(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.opts.days", "numberValue": 3}, {"jsonPath": "$.tags[1]", "stringValue": "b"}, {"jsonPath": "$['metric']", "boolValue": true}], "willContinue": true}}]),
+        ),
+        parts(json!([{"functionCall": {}}])),
+        finish("STOP"),
+    ]));
+    assert_eq!(
+        message.tool_calls().next().unwrap().arguments,
+        &json!({"city": "San Francisco", "opts": {"days": 3}, "tags": [null, "b"], "metric": true})
+    );
+}
+
+#[test]
+fn finish_reasons_and_errors() {
+    assert_eq!(done(&decode(&[parts(json!([{"text": "x"}])), finish("MAX_TOKENS")])).stop_reason, StopReason::Length);
+    let events = decode(&[parts(json!([{"text": "x"}])), finish("SAFETY")]);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error, partial }) if error.to_string().contains("SAFETY") && partial.text() == "x")
+    );
+    let events = decode(&[parts(json!([{"text": "cut"}]))]);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error: ProviderError::Protocol(_), partial }) if partial.text() == "cut")
+    );
+    let events = decode(&[json!({"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}})]);
+    assert!(matches!(
+        events.last(),
+        Some(StreamEvent::Error { error: ProviderError::Unavailable { status: 503, .. }, .. })
+    ));
+    let events = decode(&[json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}})]);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error, .. }) if error.to_string().contains("PROHIBITED_CONTENT"))
+    );
+}
+
+#[test]
+fn unknown_parts_are_kept_opaque() {
+    let code = json!({"executableCode": {"language": "PYTHON", "code": "print(1)"}});
+    let message = done(&decode(&[parts(json!([code.clone(), {"text": "done"}])), finish("STOP")]));
+    assert_eq!(message.content[0], Content::Opaque { provider: "google".into(), data: code });
+    assert_eq!(message.text(), "done");
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let mut decoder = decoder("google", "m");
+        let mut out = Vec::new();
+        decoder.feed(format!("data: {}\n\n", parts(json!([{"functionCall": {"name": "f", "willContinue": true}}]))).as_bytes(), &mut out);
+        decoder.feed(&bytes, &mut out);
+        decoder.finish(&mut out);
+        let terminals = out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        prop_assert_eq!(terminals, 1);
+    }
+
+    #[test]
+    fn any_json_path_is_safe(path in "[$.\\[\\]'a-z0-9]{0,16}") {
+        let mut arguments = json!({});
+        apply_partial_arg(&mut arguments, &json!({"jsonPath": path, "stringValue": "v"}));
+    }
+}

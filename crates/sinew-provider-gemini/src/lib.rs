@@ -1,0 +1,39 @@
+//! Gemini's `streamGenerateContent` for sinew, and Vertex AI (the same protocol at a regional
+//! URL with an OAuth bearer token).
+//!
+//! Sans-IO at its heart: [`build_request`] turns a [`sinew_core::StreamRequest`] into a
+//! streaming call (tools as `parametersJsonSchema`, thinking as a level for Gemini 3 and a budget
+//! for 2.5, `thoughtSignature`s sent back to the service that made them); [`decoder`] turns the
+//! response bytes into [`sinew_core::StreamEvent`]s: `thought` parts, signatures on the part they
+//! came with, function calls with and without ids, Vertex's streamed function-call arguments,
+//! usage and finish reasons. [`GeminiProvider`] joins them over `sinew-http`.
+//!
+//! ```
+//! use sinew_core::StreamEvent;
+//! use sinew_provider_gemini::decoder;
+//!
+//! let stream = concat!(
+//!     "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Hi\"}]}}],\"modelVersion\":\"gemini-x\"}\r\n\r\n",
+//!     "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"!\"}]},\"finishReason\":\"STOP\"}],",
+//!     "\"usageMetadata\":{\"promptTokenCount\":5,\"candidatesTokenCount\":2,\"totalTokenCount\":7}}\r\n\r\n",
+//! );
+//! let mut decoder = decoder("google", "gemini-x");
+//! let mut events = Vec::new();
+//! decoder.feed(stream.as_bytes(), &mut events);
+//! decoder.finish(&mut events);
+//! let Some(StreamEvent::Done(message)) = events.last() else { panic!("no final message") };
+//! assert_eq!(message.text(), "Hi!");
+//! assert_eq!(message.usage.total_tokens, 7);
+//! ```
+//!
+//! ## Feature flags
+//! None.
+
+mod decode;
+mod provider;
+mod request;
+
+pub use decode::{GeminiDecoder, GeminiEvents, decoder};
+pub use provider::GeminiProvider;
+pub use request::{GeminiConfig, SKIP_SIGNATURE, body, build_request};
+pub use sinew_http::Auth;

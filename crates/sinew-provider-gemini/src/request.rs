@@ -1,0 +1,206 @@
+//! The `streamGenerateContent` request, built from a [`StreamRequest`] (pure: no I/O), for the
+//! Gemini API and Vertex AI.
+
+use serde_json::{Map, Value, json};
+use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_http::{Auth, HttpRequest, url_with_query};
+
+/// Gemini 3 rejects a function call in the history without a thought signature; calls made by
+/// other models carry this value, which Google documents for exactly that case.
+pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
+
+/// Where and how to call `streamGenerateContent`.
+#[derive(Clone, Debug)]
+pub struct GeminiConfig {
+    /// `"google"` or `"google_vertex"`; signatures go back only to the provider that made them.
+    pub provider_id: String,
+    /// The URL up to the model name: `https://generativelanguage.googleapis.com/v1beta/models`,
+    /// or a Vertex publisher path.
+    pub models_url: String,
+    pub auth: Auth,
+    pub extra_headers: Vec<(String, String)>,
+}
+
+impl GeminiConfig {
+    /// The Gemini API with an API key (sent as `x-goog-api-key`, never in the URL).
+    pub fn gemini(api_key: impl Into<String>) -> Self {
+        GeminiConfig {
+            provider_id: "google".into(),
+            models_url: "https://generativelanguage.googleapis.com/v1beta/models".into(),
+            auth: Auth::Header { name: "x-goog-api-key".into(), value: api_key.into() },
+            extra_headers: Vec::new(),
+        }
+    }
+
+    /// Vertex AI in `project` at `location` (`us-central1`, or `global`) with an OAuth access
+    /// token (`gcloud auth print-access-token`, or a service account's).
+    pub fn vertex(project: &str, location: &str, access_token: impl Into<String>) -> Self {
+        let host = if location == "global" {
+            "aiplatform.googleapis.com".to_owned()
+        } else {
+            format!("{location}-aiplatform.googleapis.com")
+        };
+        GeminiConfig {
+            provider_id: "google_vertex".into(),
+            models_url: format!("https://{host}/v1/projects/{project}/locations/{location}/publishers/google/models"),
+            auth: Auth::Bearer(access_token.into()),
+            extra_headers: Vec::new(),
+        }
+    }
+}
+
+/// The headers and JSON body of a streaming call.
+pub fn build_request(config: &GeminiConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    let path = format!("/{}:streamGenerateContent", request.model);
+    let url = url_with_query(&config.models_url, &path, &[("alt".into(), "sse".into())]);
+    let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
+    config.auth.apply(&mut http);
+    http.headers.extend(config.extra_headers.iter().cloned());
+    http
+}
+
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("contents".into(), contents(config, request).into());
+    if !request.system_prompt.is_empty() {
+        body.insert("systemInstruction".into(), json!({"parts": [{"text": request.system_prompt}]}));
+    }
+    if !request.tools.is_empty() {
+        let declarations: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}))
+            .collect();
+        body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+    }
+    let mut generation = Map::new();
+    if let Some(max) = request.max_tokens {
+        generation.insert("maxOutputTokens".into(), max.into());
+    }
+    if let Some(t) = request.temperature {
+        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
+        generation.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+    }
+    if let Some(thinking) = thinking_config(request.model, request.thinking_level) {
+        generation.insert("thinkingConfig".into(), thinking);
+    }
+    if !generation.is_empty() {
+        body.insert("generationConfig".into(), Value::Object(generation));
+    }
+    Value::Object(body)
+}
+
+/// Gemini 3 takes a `thinkingLevel` (low or high); 2.5 a token budget.
+fn thinking_config(model: &str, level: ThinkingLevel) -> Option<Value> {
+    let gemini3 = model.contains("gemini-3");
+    let (gemini3_level, budget) = match level {
+        ThinkingLevel::Off => return None,
+        ThinkingLevel::Minimal => ("low", 128),
+        ThinkingLevel::Low => ("low", 1024),
+        ThinkingLevel::Medium => ("high", 8192),
+        ThinkingLevel::High => ("high", 24576),
+    };
+    Some(if gemini3 {
+        json!({"thinkingLevel": gemini3_level, "includeThoughts": true})
+    } else {
+        json!({"thinkingBudget": budget, "includeThoughts": true})
+    })
+}
+
+fn contents(config: &GeminiConfig, request: &StreamRequest<'_>) -> Vec<Value> {
+    let gemini3 = request.model.contains("gemini-3");
+    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
+    for message in request.messages {
+        match message {
+            Message::User(user) => {
+                let parts: Vec<Value> = user.content.iter().filter_map(user_part).collect();
+                if !parts.is_empty() {
+                    out.push(json!({"role": "user", "parts": parts}));
+                }
+            }
+            Message::Assistant(assistant) => {
+                let parts = model_parts(config, assistant, gemini3);
+                if !parts.is_empty() {
+                    out.push(json!({"role": "model", "parts": parts}));
+                }
+            }
+            Message::ToolResult(result) => {
+                let text = sinew_core::join_text(&result.content, "\n");
+                let key = if result.is_error { "error" } else { "output" };
+                let mut response = json!({"name": result.tool_name, "response": {key: text}});
+                if !result.tool_call_id.contains("-fc-") {
+                    // Ids the service issued go back; ids we generated never existed there.
+                    response["id"] = result.tool_call_id.as_str().into();
+                }
+                let mut parts = vec![json!({"functionResponse": response})];
+                parts
+                    .extend(result.content.iter().filter(|c| matches!(c, Content::Image { .. })).filter_map(user_part));
+                // The results of one batch go back together, in one user turn.
+                match out.last_mut() {
+                    Some(previous)
+                        if previous["role"] == "user"
+                            && previous["parts"]
+                                .as_array()
+                                .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some())) =>
+                    {
+                        if let Some(existing) = previous["parts"].as_array_mut() {
+                            existing.extend(parts);
+                        }
+                    }
+                    _ => out.push(json!({"role": "user", "parts": parts})),
+                }
+            }
+        }
+    }
+    out
+}
+
+fn user_part(content: &Content) -> Option<Value> {
+    match content {
+        Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
+        Content::Image { data, mime_type } => Some(json!({"inlineData": {"mimeType": mime_type, "data": data}})),
+        _ => None,
+    }
+}
+
+fn model_parts(config: &GeminiConfig, message: &AssistantMessage, gemini3: bool) -> Vec<Value> {
+    let ours = message.provider == config.provider_id;
+    let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
+    let signed = |mut part: Value, signature: &Option<String>| {
+        if let Some(signature) = signature.as_ref().filter(|_| ours) {
+            part["thoughtSignature"] = signature.as_str().into();
+        }
+        part
+    };
+    message
+        .content
+        .iter()
+        .filter_map(|content| match content {
+            Content::Thinking { thinking, signature, redacted: false, .. }
+                if ours && !failed && !thinking.is_empty() =>
+            {
+                Some(signed(json!({"text": thinking, "thought": true}), signature))
+            }
+            Content::Text { text, signature } if !text.is_empty() => Some(signed(json!({"text": text}), signature)),
+            Content::ToolCall { id, name, arguments, signature } => {
+                let args = if arguments.is_object() { arguments.clone() } else { json!({"value": arguments}) };
+                let mut call = json!({"name": name, "args": args});
+                // The same rule as for results, so a call and its response always agree.
+                if !id.contains("-fc-") {
+                    call["id"] = id.as_str().into();
+                }
+                let mut part = signed(json!({"functionCall": call}), signature);
+                if gemini3 && part.get("thoughtSignature").is_none() {
+                    part["thoughtSignature"] = SKIP_SIGNATURE.into();
+                }
+                Some(part)
+            }
+            Content::Opaque { provider, data } if *provider == config.provider_id && !failed => Some(data.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

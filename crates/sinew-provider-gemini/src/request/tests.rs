@@ -1,0 +1,82 @@
+use serde_json::json;
+use sinew_testing::{round_trip_history, round_trip_tools};
+
+use super::*;
+
+fn build(config: &GeminiConfig, model: &str, adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
+    let opaque = json!({"executableCode": {"language": "PYTHON", "code": "print(1)"}});
+    let history = round_trip_history("google", opaque);
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = round_trip_tools();
+    let mut request = StreamRequest::new(model, "You are terse.", &refs);
+    request.tools = &tools;
+    adjust(&mut request);
+    body(config, &request)
+}
+
+#[test]
+fn a_rich_history_becomes_the_documented_body() {
+    let body = build(&GeminiConfig::gemini("key"), "gemini-3-pro-preview", |r| {
+        r.thinking_level = ThinkingLevel::High;
+        r.max_tokens = Some(1000);
+        r.temperature = Some(0.2);
+    });
+    insta::assert_json_snapshot!(body);
+}
+
+#[test]
+fn signatures_go_back_only_to_their_service_and_gemini_3_gets_the_skip_value() {
+    let own = build(&GeminiConfig::gemini("k"), "gemini-2.5-flash", |_| {}).to_string();
+    assert!(own.contains("\"thoughtSignature\":\"sig-1\"") && own.contains("\"thoughtSignature\":\"call-sig\""));
+    assert!(!own.contains(SKIP_SIGNATURE), "only Gemini 3 needs the skip value");
+    let vertex = build(&GeminiConfig::vertex("p", "global", "t"), "gemini-3-flash", |_| {});
+    let text = vertex.to_string();
+    assert!(!text.contains("sig-1") && !text.contains("call-sig") && !text.contains("Let me look"));
+    let model_turn = &vertex["contents"][1];
+    assert!(
+        model_turn["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p.get("functionCall").is_some())
+            .all(|p| p["thoughtSignature"] == SKIP_SIGNATURE),
+        "{model_turn}"
+    );
+}
+
+#[test]
+fn results_of_one_batch_share_a_user_turn_and_thinking_follows_the_model_generation() {
+    let body = build(&GeminiConfig::gemini("k"), "gemini-2.5-pro", |r| r.thinking_level = ThinkingLevel::Low);
+    let roles: Vec<&str> = body["contents"].as_array().unwrap().iter().map(|c| c["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "model", "user", "model", "user"]);
+    let results = body["contents"][2]["parts"].as_array().unwrap();
+    assert_eq!(
+        results[0]["functionResponse"],
+        json!({"name": "read", "id": "call_1", "response": {"error": "no such file"}})
+    );
+    assert_eq!(results[1]["functionResponse"]["response"], json!({"output": "an image:"}));
+    assert_eq!(results[2]["inlineData"]["mimeType"], "image/gif");
+    assert_eq!(body["generationConfig"]["thinkingConfig"], json!({"thinkingBudget": 1024, "includeThoughts": true}));
+}
+
+#[test]
+fn urls_and_headers_for_gemini_and_vertex() {
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("gemini-2.5-flash", "", &refs);
+    let http = build_request(&GeminiConfig::gemini("AIza-SECRET"), &request);
+    assert_eq!(
+        http.url,
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(http.header_value("x-goog-api-key"), Some("AIza-SECRET"));
+    assert!(!format!("{http:?}").contains("SECRET"));
+    let http = build_request(&GeminiConfig::vertex("proj", "europe-west4", "ya29-SECRET"), &request);
+    assert_eq!(
+        http.url,
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj/locations/europe-west4/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(http.header_value("authorization"), Some("Bearer ya29-SECRET"));
+    let http = build_request(&GeminiConfig::vertex("proj", "global", "t"), &request);
+    assert!(http.url.starts_with("https://aiplatform.googleapis.com/v1/projects/proj/locations/global/"));
+}

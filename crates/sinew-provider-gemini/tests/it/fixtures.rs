@@ -1,0 +1,156 @@
+use proptest::prelude::*;
+use serde_json::Value;
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_provider_gemini::decoder;
+use sinew_testing::{recorded_streams, split_at_points};
+
+fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
+    recorded_streams("gemini", 11)
+}
+
+fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
+    let mut decoder = decoder("google", "requested-model");
+    let mut out = Vec::new();
+    for chunk in chunks {
+        decoder.feed(chunk, &mut out);
+    }
+    decoder.finish(&mut out);
+    out
+}
+
+/// The final message with timestamp and generated ids zeroed (both differ per run).
+fn terminal(events: &[StreamEvent]) -> (AssistantMessage, Option<ProviderError>) {
+    let (mut message, error) = match events.last() {
+        Some(StreamEvent::Done(m)) => (m.clone(), None),
+        Some(StreamEvent::Error { error, partial }) => (partial.clone(), Some(error.clone())),
+        other => panic!("ended with {other:?}"),
+    };
+    message.timestamp = 0;
+    for content in &mut message.content {
+        if let Content::ToolCall { id, .. } = content
+            && id.starts_with("google-fc-")
+        {
+            id.truncate("google-fc-".len());
+        }
+    }
+    (message, error)
+}
+
+#[test]
+fn every_recorded_stream_decodes_to_the_expected_message() {
+    for (name, bytes, expected) in fixtures() {
+        let events = decode(&[&bytes]);
+        let (message, error) = terminal(&events);
+        assert_eq!(error, None, "{name}");
+        assert!(expected["errors"].as_array().unwrap().is_empty(), "{name}: fixture with errors needs a check");
+
+        assert_eq!(message.text(), expected["text"].as_str().unwrap(), "{name}: text");
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, message.text(), "{name}: the deltas add up to the text");
+        let thinking: String = message
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Thinking { thinking, .. } => Some(thinking.as_str()),
+                _ => None,
+            })
+            .collect();
+        if let Some(want) = expected["thought_text"].as_str() {
+            assert_eq!(thinking, want, "{name}: thought text");
+        }
+
+        let calls: Vec<Value> =
+            message.tool_calls().map(|c| serde_json::json!({"name": c.name, "args": c.arguments})).collect();
+        let want: Vec<Value> = expected["function_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| serde_json::json!({"name": c["name"], "args": c["args"]}))
+            .collect();
+        assert_eq!(calls, want, "{name}: function calls");
+        for (call, want) in message.tool_calls().zip(expected["function_calls"].as_array().unwrap()) {
+            match want["id"].as_str() {
+                Some(id) => assert_eq!(call.id, id, "{name}: the service's id is kept"),
+                None => assert_eq!(call.id, "google-fc-", "{name}: a generated id"),
+            }
+        }
+        // Streamed arguments add up to the parsed ones.
+        for (index, content) in message.content.iter().enumerate() {
+            if let Content::ToolCall { arguments, .. } = content {
+                let streamed: String = events
+                    .iter()
+                    .filter_map(|e| match e {
+                        StreamEvent::Delta(StreamDelta::ToolCall { index: i, delta, .. }) if *i == index => {
+                            Some(delta.as_str())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(&serde_json::from_str::<Value>(&streamed).unwrap(), arguments, "{name}: call {index}");
+            }
+        }
+
+        let signatures = message
+            .content
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Content::Text { signature: Some(_), .. }
+                        | Content::Thinking { signature: Some(_), .. }
+                        | Content::ToolCall { signature: Some(_), .. }
+                )
+            })
+            .count();
+        assert_eq!(signatures > 0, expected["thought_signatures"].as_u64().unwrap() > 0, "{name}: signatures kept");
+
+        let want_stop = match expected["finish_reason"].as_str().unwrap() {
+            "MAX_TOKENS" => StopReason::Length,
+            _ if !want.is_empty() => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        assert_eq!(message.stop_reason, want_stop, "{name}: stop reason");
+        assert_eq!(message.model, expected["model_version"].as_str().unwrap(), "{name}: model");
+
+        let usage = &expected["usage"];
+        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+        let u = message.usage;
+        assert_eq!(
+            (u.input + u.cache_read, u.output, u.total_tokens),
+            (
+                n("promptTokenCount") + n("toolUsePromptTokenCount"),
+                n("candidatesTokenCount") + n("thoughtsTokenCount"),
+                n("totalTokenCount")
+            ),
+            "{name}: usage"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
+        for (name, bytes, _) in fixtures() {
+            let whole = terminal(&decode(&[&bytes]));
+            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            prop_assert_eq!(&terminal(&decode(&split_at_points(&bytes, &points))), &whole, "{}", name);
+        }
+    }
+}
+
+#[test]
+fn byte_by_byte_gives_the_same_message() {
+    for (name, bytes, _) in fixtures() {
+        let whole = terminal(&decode(&[&bytes]));
+        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(terminal(&decode(&chunks)), whole, "{name}");
+    }
+}
