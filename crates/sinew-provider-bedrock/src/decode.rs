@@ -1,0 +1,279 @@
+//! The ConverseStream response, decoded incrementally: eventstream frames, then the JSON event
+//! each carries (`:event-type`), or an exception (`:message-type: exception`).
+//!
+//! Text blocks have no `contentBlockStart`: a block begins with its first delta. Tool inputs
+//! arrive as JSON fragments, parsed when the block stops. Reasoning comes as text plus a
+//! signature, or as base64 `redactedContent`. The `p` padding field Bedrock adds to payloads is
+//! ignored. The message is complete after `messageStop` and its `metadata` (usage), or when the
+//! body ends after `messageStop`.
+
+use serde_json::{Map, Value};
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::{StreamDecoder, excerpt};
+
+use crate::eventstream::{Frame, FrameDecoder};
+
+/// The `provider_id` of Bedrock messages.
+pub const PROVIDER_ID: &str = "bedrock";
+
+/// A content block being assembled.
+#[derive(Debug)]
+struct Block {
+    /// Bedrock's `contentBlockIndex`.
+    wire_index: u64,
+    content_index: usize,
+    tool_input: String,
+}
+
+/// Decodes one ConverseStream response. Feed it bytes as they arrive, then call `finish`.
+#[derive(Debug)]
+pub struct BedrockDecoder {
+    frames: FrameDecoder,
+    decoded: Vec<Frame>,
+    message: AssistantMessage,
+    blocks: Vec<Block>,
+    stop_reason: Option<StopReason>,
+    started: bool,
+    finished: bool,
+}
+
+/// A decoder for a response to a request for `model`.
+pub fn decoder(model: &str) -> BedrockDecoder {
+    BedrockDecoder {
+        frames: FrameDecoder::new(),
+        decoded: Vec::new(),
+        message: AssistantMessage::new(PROVIDER_ID, model),
+        blocks: Vec::new(),
+        stop_reason: None,
+        started: false,
+        finished: false,
+    }
+}
+
+impl StreamDecoder for BedrockDecoder {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        let mut frames = std::mem::take(&mut self.decoded);
+        let result = self.frames.feed(bytes, &mut frames);
+        for frame in frames.drain(..) {
+            if self.finished {
+                break;
+            }
+            if let Err(error) = self.frame(&frame, out) {
+                self.fail(error, out);
+            }
+        }
+        self.decoded = frames;
+        if let Err(error) = result {
+            self.fail(error, out);
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) {
+        if self.finished {
+            return;
+        }
+        if self.frames.has_partial_frame() {
+            self.fail(ProviderError::Protocol("the stream ended inside an eventstream frame".into()), out);
+        } else if self.stop_reason.is_some() {
+            self.complete(out);
+        } else {
+            self.fail(ProviderError::Protocol("the stream ended before messageStop".into()), out);
+        }
+    }
+
+    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        let mut partial = self.take_message();
+        partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
+        partial.error_message = Some(error.to_string());
+        out.push(StreamEvent::Error { error, partial });
+    }
+}
+
+impl BedrockDecoder {
+    fn frame(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let payload: Value = if frame.payload.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&frame.payload).map_err(|e| {
+                let text = String::from_utf8_lossy(&frame.payload);
+                ProviderError::Protocol(format!("invalid json in eventstream payload: {e}: {}", excerpt(&text)))
+            })?
+        };
+        match frame.header_str(":message-type").unwrap_or("event") {
+            "exception" => return Err(exception(frame.header_str(":exception-type").unwrap_or_default(), &payload)),
+            "error" => {
+                let code = frame.header_str(":error-code").unwrap_or_default();
+                let message = frame.header_str(":error-message").unwrap_or("unknown error");
+                return Err(exception(code, &serde_json::json!({ "message": message })));
+            }
+            _ => {}
+        }
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+        match frame.header_str(":event-type").unwrap_or_default() {
+            "contentBlockStart" => {
+                let start = &payload["start"];
+                if let Some(tool) = start.get("toolUse") {
+                    let index = self.block(&payload, || {
+                        Content::tool_call(
+                            tool["toolUseId"].as_str().unwrap_or_default(),
+                            tool["name"].as_str().unwrap_or_default(),
+                            Value::Null,
+                        )
+                    });
+                    out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                        index,
+                        id: tool["toolUseId"].as_str().map(str::to_owned),
+                        name: tool["name"].as_str().map(str::to_owned),
+                        delta: String::new(),
+                    }));
+                }
+            }
+            "contentBlockDelta" => self.delta(&payload, out),
+            "contentBlockStop" => self.stop_block(&payload),
+            "messageStop" => {
+                self.stop_reason = Some(match payload["stopReason"].as_str().unwrap_or_default() {
+                    "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
+                    "tool_use" => StopReason::ToolUse,
+                    "guardrail_intervened" | "content_filtered" => {
+                        return Err(ProviderError::Api {
+                            status: None,
+                            message: format!("the answer was blocked: {}", payload["stopReason"]),
+                        });
+                    }
+                    _ => StopReason::Stop,
+                });
+            }
+            "metadata" => {
+                let usage = &payload["usage"];
+                let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+                self.message.usage = Usage {
+                    input: n("inputTokens"),
+                    output: n("outputTokens"),
+                    cache_read: n("cacheReadInputTokens"),
+                    cache_write: n("cacheWriteInputTokens"),
+                    total_tokens: n("totalTokens"),
+                };
+                if self.stop_reason.is_some() {
+                    self.complete(out);
+                }
+            }
+            // messageStart, and events added later.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The content index of the block `payload` is about, creating its content with `make`.
+    fn block(&mut self, payload: &Value, make: impl FnOnce() -> Content) -> usize {
+        let wire_index = payload["contentBlockIndex"].as_u64().unwrap_or(0);
+        if let Some(block) = self.blocks.iter().find(|b| b.wire_index == wire_index) {
+            return block.content_index;
+        }
+        let content_index = self.message.content.len();
+        self.message.content.push(make());
+        self.blocks.push(Block { wire_index, content_index, tool_input: String::new() });
+        content_index
+    }
+
+    fn delta(&mut self, payload: &Value, out: &mut Vec<StreamEvent>) {
+        let delta = &payload["delta"];
+        if let Some(text) = delta["text"].as_str() {
+            let index = self.block(payload, || Content::text(""));
+            if let Some(Content::Text { text: buffer, .. }) = self.message.content.get_mut(index) {
+                buffer.push_str(text);
+                out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: text.to_owned() }));
+            }
+        } else if let Some(input) = delta["toolUse"]["input"].as_str() {
+            let index = self.block(payload, || Content::tool_call("", "", Value::Null));
+            if let Some(block) = self.blocks.iter_mut().find(|b| b.content_index == index) {
+                block.tool_input.push_str(input);
+            }
+            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                index,
+                id: None,
+                name: None,
+                delta: input.to_owned(),
+            }));
+        } else if let Some(reasoning) = delta.get("reasoningContent") {
+            let redacted = reasoning.get("redactedContent").is_some();
+            let index = self.block(payload, || Content::Thinking {
+                thinking: String::new(),
+                signature: None,
+                redacted,
+                id: None,
+            });
+            let Some(Content::Thinking { thinking, signature, .. }) = self.message.content.get_mut(index) else {
+                return;
+            };
+            if let Some(text) = reasoning["text"].as_str() {
+                thinking.push_str(text);
+                out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: text.to_owned() }));
+            }
+            for field in ["signature", "redactedContent"] {
+                if let Some(part) = reasoning[field].as_str() {
+                    signature.get_or_insert_with(String::new).push_str(part);
+                }
+            }
+        }
+        // Citations and deltas added later are not modelled.
+    }
+
+    fn stop_block(&mut self, payload: &Value) {
+        let wire_index = payload["contentBlockIndex"].as_u64().unwrap_or(0);
+        let Some(block) = self.blocks.iter_mut().find(|b| b.wire_index == wire_index) else { return };
+        if let Some(Content::ToolCall { arguments, .. }) = self.message.content.get_mut(block.content_index) {
+            *arguments = parse_input(&std::mem::take(&mut block.tool_input));
+        }
+    }
+
+    fn complete(&mut self, out: &mut Vec<StreamEvent>) {
+        self.finished = true;
+        let mut message = self.take_message();
+        message.stop_reason = self.stop_reason.unwrap_or_default();
+        out.push(StreamEvent::Done(message));
+    }
+
+    fn take_message(&mut self) -> AssistantMessage {
+        let mut message = std::mem::replace(&mut self.message, AssistantMessage::new(PROVIDER_ID, ""));
+        for block in self.blocks.drain(..) {
+            if let Some(Content::ToolCall { arguments, .. }) = message.content.get_mut(block.content_index)
+                && (arguments.is_null() || !block.tool_input.is_empty())
+            {
+                *arguments = parse_input(&block.tool_input);
+            }
+        }
+        message
+    }
+}
+
+fn parse_input(input: &str) -> Value {
+    if input.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    serde_json::from_str(input).unwrap_or_else(|_| Value::String(input.to_owned()))
+}
+
+/// An exception frame as an error, by its `:exception-type`.
+fn exception(kind: &str, payload: &Value) -> ProviderError {
+    let message = payload["message"].as_str().or(payload["Message"].as_str()).unwrap_or("unknown error");
+    let message = if kind.is_empty() { message.to_owned() } else { format!("{message} [{kind}]") };
+    match kind {
+        "throttlingException" => ProviderError::RateLimited { retry_after_ms: None, message },
+        "internalServerException" | "modelStreamErrorException" => ProviderError::Unavailable { status: 500, message },
+        "serviceUnavailableException" | "modelNotReadyException" => ProviderError::Unavailable { status: 503, message },
+        "accessDeniedException" | "unrecognizedClientException" => ProviderError::Auth(message),
+        "validationException" => ProviderError::classify(400, message),
+        _ => ProviderError::Api { status: None, message },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,66 @@
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::eventstream::{HeaderValue, encode, event_frame, exception_frame};
+
+fn decode(bytes: &[u8]) -> Vec<StreamEvent> {
+    let mut decoder = decoder("m");
+    let mut out = Vec::new();
+    decoder.feed(bytes, &mut out);
+    decoder.finish(&mut out);
+    out
+}
+
+#[test]
+fn message_stop_without_metadata_completes_at_the_end_of_the_body() {
+    let bytes = [
+        event_frame(
+            "contentBlockStart",
+            &json!({"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "f"}}}),
+        ),
+        event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{\"a\":"}}})),
+        event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": {"toolUse": {"input": "1}"}}})),
+        event_frame("contentBlockStop", &json!({"contentBlockIndex": 0})),
+        event_frame("messageStop", &json!({"stopReason": "tool_use"})),
+    ]
+    .concat();
+    let events = decode(&bytes);
+    let Some(StreamEvent::Done(message)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(message.tool_calls().next().unwrap().arguments, &json!({"a": 1}));
+}
+
+#[test]
+fn exceptions_map_by_type() {
+    let cases = [
+        ("throttlingException", "slow"),
+        ("validationException", "Input is too long for requested model."),
+        ("modelStreamErrorException", "boom"),
+        ("accessDeniedException", "no"),
+    ];
+    for (kind, message) in cases {
+        let events = decode(&exception_frame(kind, message));
+        let Some(StreamEvent::Error { error, .. }) = events.last() else { panic!("{events:?}") };
+        let ok = match kind {
+            "throttlingException" => matches!(error, ProviderError::RateLimited { .. }),
+            "validationException" => matches!(error, ProviderError::ContextOverflow { .. }),
+            "modelStreamErrorException" => error.is_retryable(),
+            _ => matches!(error, ProviderError::Auth(_)),
+        };
+        assert!(ok, "{kind}: {error:?}");
+    }
+    let events = decode(&event_frame("messageStop", &json!({"stopReason": "guardrail_intervened"})));
+    assert!(matches!(events.last(), Some(StreamEvent::Error { error, .. }) if error.to_string().contains("guardrail")));
+}
+
+proptest! {
+    /// Frames with valid CRCs around arbitrary headers and payloads: errors, never panics.
+    #[test]
+    fn valid_frames_of_garbage_never_panic(payload in proptest::collection::vec(any::<u8>(), 0..128), kind in "[a-zA-Z:]{0,12}") {
+        let frame = encode(&[(":event-type", HeaderValue::String(kind)), (":message-type", HeaderValue::String("event".into()))], &payload);
+        let events = decode(&frame);
+        let terminals = events.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        prop_assert_eq!(terminals, 1);
+    }
+}

@@ -1,0 +1,43 @@
+//! AWS Bedrock ConverseStream for sinew, as the service speaks it: a binary
+//! `application/vnd.amazon.eventstream` response (prelude, headers, payload, two CRC32s), signed
+//! with SigV4 (the `aws-sigv4` crate) or authenticated with a Bedrock API key.
+//!
+//! Sans-IO at its heart: [`build_request`] turns a [`sinew_core::StreamRequest`] into a signed
+//! `/model/{id}/converse-stream` call (the time and credentials are inputs, so it is testable);
+//! [`decoder`] turns the response bytes into [`sinew_core::StreamEvent`]s (frames validated
+//! incrementally, events dispatched on `:event-type`, `exception` frames as errors, the `p`
+//! padding ignored). [`BedrockProvider`] joins them over `sinew-http`.
+//!
+//! ```
+//! use sinew_core::StreamEvent;
+//! use sinew_http::StreamDecoder;
+//! use sinew_provider_bedrock::{decoder, eventstream::event_frame};
+//! use serde_json::json;
+//!
+//! let mut bytes = event_frame("messageStart", &json!({"role": "assistant"}));
+//! bytes.extend(event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": {"text": "Hi"}, "p": "abc"})));
+//! bytes.extend(event_frame("messageStop", &json!({"stopReason": "end_turn"})));
+//! bytes.extend(event_frame("metadata", &json!({"usage": {"inputTokens": 3, "outputTokens": 1, "totalTokens": 4}})));
+//! let mut decoder = decoder("amazon.nova-micro-v1:0");
+//! let mut events = Vec::new();
+//! decoder.feed(&bytes, &mut events);
+//! decoder.finish(&mut events);
+//! let Some(StreamEvent::Done(message)) = events.last() else { panic!("no final message") };
+//! assert_eq!(message.text(), "Hi");
+//! assert_eq!(message.usage.total_tokens, 4);
+//! ```
+//!
+//! ## Feature flags
+//! None.
+
+mod decode;
+pub mod eventstream;
+mod provider;
+mod request;
+
+pub use decode::{BedrockDecoder, PROVIDER_ID, decoder};
+pub use provider::BedrockProvider;
+pub use request::{
+    AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, Secret, body, build_request,
+    sign_request,
+};

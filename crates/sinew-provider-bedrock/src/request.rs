@@ -1,0 +1,326 @@
+//! The ConverseStream request, built from a [`StreamRequest`] and signed (pure: the time and
+//! the credentials are inputs).
+
+use std::fmt;
+use std::time::SystemTime;
+
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+use aws_sigv4::sign::v4;
+use serde_json::{Map, Value, json};
+use sinew_core::{AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel};
+use sinew_http::HttpRequest;
+
+use crate::decode::PROVIDER_ID;
+
+/// AWS credentials. `Debug` never shows the secret or the session token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AwsCredentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    /// Set for temporary credentials (STS, SSO, instance roles).
+    pub session_token: Option<String>,
+}
+
+impl fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"****")
+            .field("session_token", &self.session_token.as_ref().map(|_| "****"))
+            .finish()
+    }
+}
+
+impl AwsCredentials {
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, if set, `AWS_SESSION_TOKEN`.
+    pub fn from_env() -> Result<Self, ProviderError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+            (Some(access_key_id), Some(secret_access_key)) => {
+                Ok(AwsCredentials { access_key_id, secret_access_key, session_token: var("AWS_SESSION_TOKEN") })
+            }
+            _ => Err(ProviderError::Auth(
+                "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials), or AWS_BEARER_TOKEN_BEDROCK".into(),
+            )),
+        }
+    }
+}
+
+/// Where credentials come from, asked before every request so rotating ones stay fresh.
+pub trait CredentialsProvider: Send + Sync + fmt::Debug {
+    fn credentials(&self) -> Result<AwsCredentials, ProviderError>;
+}
+
+impl CredentialsProvider for AwsCredentials {
+    fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+        Ok(self.clone())
+    }
+}
+
+/// Reads the `AWS_*` variables at each request (picks up refreshed session tokens).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EnvCredentials;
+
+impl CredentialsProvider for EnvCredentials {
+    fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+        AwsCredentials::from_env()
+    }
+}
+
+/// How requests authenticate.
+#[derive(Clone, Debug)]
+pub enum BedrockAuth {
+    /// Signature Version 4 with credentials from the provider.
+    SigV4(std::sync::Arc<dyn CredentialsProvider>),
+    /// A Bedrock API key (`Authorization: Bearer`). `Debug` hides it.
+    ApiKey(Secret),
+}
+
+/// A secret string whose `Debug` shows `****`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"****\"")
+    }
+}
+
+/// Where and how to call ConverseStream.
+#[derive(Clone, Debug)]
+pub struct BedrockConfig {
+    pub region: String,
+    /// `https://bedrock-runtime.{region}.amazonaws.com` unless overridden (VPC endpoints, tests).
+    pub endpoint: String,
+    pub auth: BedrockAuth,
+}
+
+impl BedrockConfig {
+    /// SigV4-signed requests to `region` with `credentials`.
+    pub fn new(region: impl Into<String>, credentials: impl CredentialsProvider + 'static) -> Self {
+        let region = region.into();
+        BedrockConfig {
+            endpoint: format!("https://bedrock-runtime.{region}.amazonaws.com"),
+            region,
+            auth: BedrockAuth::SigV4(std::sync::Arc::new(credentials)),
+        }
+    }
+
+    /// Requests to `region` with a Bedrock API key.
+    pub fn with_api_key(region: impl Into<String>, api_key: impl Into<String>) -> Self {
+        let region = region.into();
+        BedrockConfig {
+            endpoint: format!("https://bedrock-runtime.{region}.amazonaws.com"),
+            region,
+            auth: BedrockAuth::ApiKey(Secret(api_key.into())),
+        }
+    }
+}
+
+/// The signed request of a ConverseStream call at `time`.
+pub fn build_request(
+    config: &BedrockConfig,
+    request: &StreamRequest<'_>,
+    time: SystemTime,
+) -> Result<HttpRequest, ProviderError> {
+    let url = format!(
+        "{}/model/{}/converse-stream",
+        config.endpoint.trim_end_matches('/'),
+        encode_path_segment(request.model)
+    );
+    let mut http =
+        HttpRequest::post_json(url, body(request).to_string()).header("accept", "application/vnd.amazon.eventstream");
+    match &config.auth {
+        BedrockAuth::ApiKey(key) => http.headers.push(("authorization".into(), format!("Bearer {}", key.0))),
+        BedrockAuth::SigV4(provider) => {
+            sign_request(&mut http, &provider.credentials()?, &config.region, "bedrock", time)?
+        }
+    }
+    Ok(http)
+}
+
+/// Signs `request` with SigV4 for `service` in `region` at `time`, adding `authorization`,
+/// `x-amz-date` and, for temporary credentials, `x-amz-security-token`.
+pub fn sign_request(
+    request: &mut HttpRequest,
+    credentials: &AwsCredentials,
+    region: &str,
+    service: &str,
+    time: SystemTime,
+) -> Result<(), ProviderError> {
+    let credentials = Credentials::new(
+        &credentials.access_key_id,
+        &credentials.secret_access_key,
+        credentials.session_token.clone(),
+        None,
+        "sinew",
+    );
+    let identity = credentials.into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(service)
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| ProviderError::Other(format!("cannot sign the request: {e}")))?;
+    let host = http::Uri::try_from(request.url.as_str())
+        .ok()
+        .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned()))
+        .ok_or_else(|| ProviderError::Other(format!("cannot sign a request to {}", request.url)))?;
+    let mut headers: Vec<(&str, &str)> = vec![("host", host.as_str())];
+    headers.extend(request.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let signable = SignableRequest::new(
+        request.method.as_str(),
+        request.url.as_str(),
+        headers.into_iter(),
+        SignableBody::Bytes(&request.body),
+    )
+    .map_err(|e| ProviderError::Other(format!("cannot sign the request: {e}")))?;
+    let (instructions, _signature) = sign(signable, &params.into())
+        .map_err(|e| ProviderError::Other(format!("cannot sign the request: {e}")))?
+        .into_parts();
+    let (signed_headers, _) = instructions.into_parts();
+    for header in signed_headers {
+        request.headers.push((header.name().to_owned(), header.value().to_owned()));
+    }
+    Ok(())
+}
+
+/// A model id in a URL path: `anthropic.claude-3-7-sonnet-20250219-v1:0` → `...v1%3A0`, and
+/// inference-profile ARNs with their slashes.
+fn encode_path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+pub fn body(request: &StreamRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("messages".into(), messages(request.messages).into());
+    if !request.system_prompt.is_empty() {
+        body.insert("system".into(), json!([{"text": request.system_prompt}]));
+    }
+    let mut inference = Map::new();
+    if let Some(max) = request.max_tokens {
+        inference.insert("maxTokens".into(), max.into());
+    }
+    let thinking = thinking_budget(request.model, request.thinking_level);
+    if let (Some(t), None) = (request.temperature, thinking) {
+        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
+        inference.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+    }
+    if !inference.is_empty() {
+        body.insert("inferenceConfig".into(), Value::Object(inference));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}))
+            .collect();
+        body.insert("toolConfig".into(), json!({"tools": tools}));
+    }
+    if let Some(budget) = thinking {
+        body.insert(
+            "additionalModelRequestFields".into(),
+            json!({"thinking": {"type": "enabled", "budget_tokens": budget}}),
+        );
+    }
+    Value::Object(body)
+}
+
+/// Claude models on Bedrock take Anthropic's thinking budget; others have no such field.
+fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
+    if !model.contains("anthropic.claude") {
+        return None;
+    }
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal | ThinkingLevel::Low => Some(1024),
+        ThinkingLevel::Medium => Some(2048),
+        ThinkingLevel::High => Some(8192),
+    }
+}
+
+fn messages(history: &[&Message]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(history.len());
+    for message in history {
+        let (role, blocks) = match message {
+            Message::User(user) => ("user", user.content.iter().filter_map(user_block).collect::<Vec<_>>()),
+            Message::Assistant(assistant) => ("assistant", assistant_blocks(assistant)),
+            Message::ToolResult(result) => {
+                let mut content: Vec<Value> = result.content.iter().filter_map(user_block).collect();
+                if content.is_empty() {
+                    content.push(json!({"text": "(no output)"}));
+                }
+                let status = if result.is_error { "error" } else { "success" };
+                (
+                    "user",
+                    vec![
+                        json!({"toolResult": {"toolUseId": result.tool_call_id, "content": content, "status": status}}),
+                    ],
+                )
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        // Bedrock wants alternating roles: consecutive turns of one role (a batch of results)
+        // are merged.
+        match out.last_mut() {
+            Some(previous) if previous["role"] == role => {
+                if let Some(content) = previous["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => out.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    out
+}
+
+fn user_block(content: &Content) -> Option<Value> {
+    match content {
+        Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
+        Content::Image { data, mime_type } => {
+            let format = mime_type.strip_prefix("image/").unwrap_or(mime_type);
+            Some(json!({"image": {"format": format, "source": {"bytes": data}}}))
+        }
+        _ => None,
+    }
+}
+
+fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+    let ours = message.provider == PROVIDER_ID;
+    let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
+    message
+        .content
+        .iter()
+        .filter_map(|content| match content {
+            Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
+            Content::Thinking { signature: Some(data), redacted: true, .. } if ours => {
+                Some(json!({"reasoningContent": {"redactedContent": data}}))
+            }
+            Content::Thinking { thinking, signature: Some(signature), redacted: false, .. } if ours && !failed => {
+                Some(json!({"reasoningContent": {"reasoningText": {"text": thinking, "signature": signature}}}))
+            }
+            Content::ToolCall { id, name, arguments, .. } => {
+                let input = if arguments.is_object() { arguments.clone() } else { json!({"value": arguments}) };
+                Some(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::json;
+use sinew_testing::{round_trip_history, round_trip_tools};
+
+use super::*;
+
+fn example_credentials(session_token: Option<&str>) -> AwsCredentials {
+    AwsCredentials {
+        access_key_id: "AKIDEXAMPLE".into(),
+        secret_access_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".into(),
+        session_token: session_token.map(str::to_owned),
+    }
+}
+
+/// 2015-08-30T12:36:00Z, the time of AWS's published SigV4 test suite.
+fn suite_time() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_440_938_160)
+}
+
+#[test]
+fn sigv4_matches_the_aws_test_suite_get_vanilla_vector() {
+    // aws-sig-v4-test-suite/get-vanilla: GET / to example.amazonaws.com, service `service`.
+    let mut request = HttpRequest {
+        method: http::Method::GET,
+        url: "https://example.amazonaws.com/".into(),
+        headers: Vec::new(),
+        body: Default::default(),
+    };
+    sign_request(&mut request, &example_credentials(None), "us-east-1", "service", suite_time()).unwrap();
+    assert_eq!(request.header_value("x-amz-date"), Some("20150830T123600Z"));
+    assert_eq!(
+        request.header_value("authorization"),
+        Some(
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, \
+             SignedHeaders=host;x-amz-date, \
+             Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
+        )
+    );
+}
+
+#[test]
+fn converse_stream_requests_are_signed_with_the_session_token_and_hide_secrets() {
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("anthropic.claude-3-7-sonnet-20250219-v1:0", "", &refs);
+    let config = BedrockConfig::new("eu-west-1", example_credentials(Some("SESSION-SECRET")));
+    let http = build_request(&config, &request, suite_time()).unwrap();
+    assert_eq!(
+        http.url,
+        "https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse-stream"
+    );
+    assert_eq!(http.header_value("x-amz-security-token"), Some("SESSION-SECRET"));
+    let authorization = http.header_value("authorization").unwrap();
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/eu-west-1/bedrock/aws4_request")
+    );
+    assert!(authorization.contains("x-amz-security-token"), "the token is signed: {authorization}");
+    // Deterministic: same inputs, same signature.
+    assert_eq!(build_request(&config, &request, suite_time()).unwrap(), http);
+    let shown = format!("{http:?} {config:?}");
+    assert!(!shown.contains("SECRET") && !shown.contains("EXAMPLEKEY"), "{shown}");
+
+    let http = build_request(&BedrockConfig::with_api_key("us-east-1", "ABSK-SECRET"), &request, suite_time()).unwrap();
+    assert_eq!(http.header_value("authorization"), Some("Bearer ABSK-SECRET"));
+    assert_eq!(http.header_value("x-amz-date"), None);
+    assert!(!format!("{http:?}").contains("ABSK-SECRET"));
+}
+
+#[test]
+fn missing_credentials_are_a_clear_error() {
+    #[derive(Debug)]
+    struct Nothing;
+    impl CredentialsProvider for Nothing {
+        fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+            Err(ProviderError::Auth("no credentials configured".into()))
+        }
+    }
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("m", "", &refs);
+    let error = build_request(&BedrockConfig::new("us-east-1", Nothing), &request, suite_time()).unwrap_err();
+    assert_eq!(error, ProviderError::Auth("no credentials configured".into()));
+}
+
+#[test]
+fn a_rich_history_becomes_the_documented_body() {
+    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = round_trip_tools();
+    let mut request = StreamRequest::new("us.anthropic.claude-sonnet-4-5-v1:0", "You are terse.", &refs);
+    request.tools = &tools;
+    request.thinking_level = ThinkingLevel::Medium;
+    request.max_tokens = Some(4000);
+    let body = body(&request);
+    let roles: Vec<&str> = body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"], "roles alternate");
+    insta::assert_json_snapshot!(body);
+}

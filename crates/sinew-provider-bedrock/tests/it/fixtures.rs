@@ -1,0 +1,171 @@
+use proptest::prelude::*;
+use serde_json::Value;
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_http::StreamDecoder;
+use sinew_provider_bedrock::decoder;
+use sinew_provider_bedrock::eventstream::{FrameDecoder, HeaderValue};
+use sinew_testing::{recorded_streams, split_at_points};
+
+#[test]
+fn the_aws_codec_vectors_pass_or_fail_as_their_names_say() {
+    let vectors = recorded_streams("aws-eventstream-codec", 8);
+    for (name, bytes, expected) in vectors {
+        let mut frames = Vec::new();
+        let result = FrameDecoder::new().feed(&bytes, &mut frames);
+        match expected["expectation"].as_str().unwrap() {
+            "success" => {
+                result.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(frames.len(), 1, "{name}");
+                let decoded = &expected["decoded"];
+                assert_eq!(frames[0].payload, decoded["payload"].as_str().unwrap().as_bytes(), "{name}: payload");
+                let headers: serde_json::Map<String, Value> = frames[0]
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            HeaderValue::String(s) => Value::from(s.as_str()),
+                            HeaderValue::Int(n) => Value::from(*n),
+                            other => panic!("{name}: unexpected header {other:?}"),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect();
+                assert_eq!(Value::Object(headers), decoded["headers"], "{name}: headers");
+            }
+            _ => {
+                let error = result.expect_err(&name);
+                assert!(matches!(error, ProviderError::Protocol(ref m) if m.contains("CRC")), "{name}: {error}");
+                assert!(frames.is_empty(), "{name}: nothing half-read");
+            }
+        }
+    }
+}
+
+fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
+    recorded_streams("bedrock", 9)
+}
+
+fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
+    let mut decoder = decoder("requested-model");
+    let mut out = Vec::new();
+    for chunk in chunks {
+        decoder.feed(chunk, &mut out);
+    }
+    decoder.finish(&mut out);
+    out
+}
+
+fn terminal(name: &str, events: &[StreamEvent]) -> AssistantMessage {
+    match events.last() {
+        Some(StreamEvent::Done(m)) => AssistantMessage { timestamp: 0, ..m.clone() },
+        other => panic!("{name}: ended with {other:?}"),
+    }
+}
+
+#[test]
+fn every_recorded_stream_decodes_to_the_expected_message() {
+    for (name, bytes, expected) in fixtures() {
+        let events = decode(&[&bytes]);
+        let message = terminal(&name, &events);
+        assert!(expected["exceptions"].as_array().unwrap().is_empty(), "{name}: fixture with exceptions needs a check");
+
+        let text: String = message.content.iter().filter_map(Content::as_text).collect();
+        assert_eq!(text, expected["text"].as_str().unwrap(), "{name}: text");
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, text, "{name}: the deltas add up to the text");
+
+        let calls: Vec<Value> = message
+            .tool_calls()
+            .map(|c| serde_json::json!({"toolUseId": c.id, "name": c.name, "input": c.arguments}))
+            .collect();
+        assert_eq!(Value::Array(calls), expected["tool_calls"], "{name}: tool calls");
+
+        let blocks = expected["blocks"].as_array().unwrap();
+        assert_eq!(message.content.len(), blocks.len(), "{name}: blocks");
+        for (content, block) in message.content.iter().zip(blocks) {
+            match (block["type"].as_str().unwrap(), content) {
+                // Cited text is text; the citations themselves are not modelled.
+                ("text" | "citation", Content::Text { text, .. }) => {
+                    assert_eq!(text, block["text"].as_str().unwrap(), "{name}");
+                }
+                ("toolUse", Content::ToolCall { .. }) => {}
+                ("reasoning", Content::Thinking { thinking, signature, redacted, .. }) => {
+                    if let Some(len) = block["redacted_content_b64_len"].as_u64() {
+                        assert!(*redacted, "{name}: redacted");
+                        assert_eq!(signature.as_ref().map(|s| s.len() as u64), Some(len), "{name}: redacted data");
+                    } else {
+                        assert_eq!(thinking, block["reasoning_text"].as_str().unwrap(), "{name}: reasoning");
+                        assert_eq!(
+                            signature.as_ref().map(|s| s.len() as u64),
+                            block["signature_len"].as_u64(),
+                            "{name}: signature"
+                        );
+                    }
+                }
+                (kind, content) => panic!("{name}: block {kind} became {content:?}"),
+            }
+        }
+
+        let want_stop = match expected["stop_reason"].as_str().unwrap() {
+            "max_tokens" => StopReason::Length,
+            "tool_use" => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        assert_eq!(message.stop_reason, want_stop, "{name}: stop reason");
+        let usage = &expected["usage"];
+        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+        let u = message.usage;
+        assert_eq!(
+            (u.input, u.output, u.total_tokens, u.cache_read, u.cache_write),
+            (
+                n("inputTokens"),
+                n("outputTokens"),
+                n("totalTokens"),
+                n("cacheReadInputTokens"),
+                n("cacheWriteInputTokens")
+            ),
+            "{name}: usage"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
+        for (name, bytes, _) in fixtures() {
+            let whole = terminal(&name, &decode(&[&bytes]));
+            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            prop_assert_eq!(&terminal(&name, &decode(&split_at_points(&bytes, &points))), &whole, "{}", name);
+        }
+    }
+}
+
+#[test]
+fn byte_by_byte_gives_the_same_message() {
+    for (name, bytes, _) in fixtures() {
+        let whole = terminal(&name, &decode(&[&bytes]));
+        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(terminal(&name, &decode(&chunks)), whole, "{name}");
+    }
+}
+
+#[test]
+fn a_stream_cut_inside_a_frame_keeps_the_partial_message() {
+    let (name, bytes, _) = fixtures().into_iter().find(|(n, _, _)| n.ends_with("text-nova-short.bin")).unwrap();
+    let events = decode(&[&bytes[..bytes.len() / 2]]);
+    match events.last() {
+        Some(StreamEvent::Error { error: ProviderError::Protocol(m), partial }) => {
+            assert!(m.contains("frame") || m.contains("messageStop"), "{name}: {m}");
+            assert!(!partial.text().is_empty(), "{name}: what arrived is kept");
+        }
+        other => panic!("{name}: {other:?}"),
+    }
+}

@@ -1,0 +1,6 @@
+//! The Bedrock decoder on the AWS eventstream codec vectors and on ConverseStream responses
+//! recorded from the real service (`../shared/fixtures`), and the provider against a real HTTP
+//! server.
+
+mod fixtures;
+mod transport;

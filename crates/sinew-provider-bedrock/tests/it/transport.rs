@@ -1,0 +1,93 @@
+//! `BedrockProvider` against a real HTTP server on loopback.
+
+use serde_json::json;
+use sinew_core::{CancellationToken, ProviderError, StopReason};
+use sinew_provider_bedrock::eventstream::{event_frame, exception_frame};
+use sinew_provider_bedrock::{AwsCredentials, BedrockConfig, BedrockProvider};
+use sinew_testing::transport::{self, quick_retry};
+use sinew_testing::{MockServer, ServedResponse, fixture_bytes};
+
+fn provider(base_url: &str) -> BedrockProvider {
+    let credentials =
+        AwsCredentials { access_key_id: "AKIDTEST".into(), secret_access_key: "secret".into(), session_token: None };
+    let mut config = BedrockConfig::new("us-east-1", credentials);
+    config.endpoint = base_url.to_owned();
+    BedrockProvider::new(config).with_retry(quick_retry())
+}
+
+fn eventstream(bytes: Vec<u8>) -> ServedResponse {
+    ServedResponse::new(200).header("content-type", "application/vnd.amazon.eventstream").chunk(bytes)
+}
+
+fn tool_stream() -> ServedResponse {
+    eventstream(fixture_bytes("bedrock-converse-stream/text-then-tool-use.bin"))
+}
+
+fn partial() -> Vec<u8> {
+    [
+        event_frame("messageStart", &json!({"role": "assistant"})),
+        event_frame(
+            "contentBlockDelta",
+            &json!({"contentBlockIndex": 0, "delta": {"text": "Hello, wor"}, "p": "abcdef"}),
+        ),
+    ]
+    .concat()
+}
+
+#[tokio::test]
+async fn happy_path_with_a_tool_call_and_a_signed_request() {
+    let (message, request) = transport::happy_path(provider, tool_stream()).await;
+    assert_eq!(message.tool_calls().count(), 1);
+    assert_eq!(request.path, "/model/test-model/converse-stream");
+    let authorization = request.header("authorization").unwrap();
+    assert!(authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDTEST/"), "{authorization}");
+    assert!(request.header("x-amz-date").is_some());
+    let body = request.json();
+    assert_eq!(body["toolConfig"]["tools"][0]["toolSpec"]["name"], "echo");
+    assert_eq!(body["system"][0]["text"], "You are terse.");
+}
+
+#[tokio::test]
+async fn unauthorized_is_an_auth_error() {
+    transport::auth_failure(provider).await;
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried() {
+    transport::rate_limit_retried(provider, tool_stream()).await;
+}
+
+#[tokio::test]
+async fn server_errors_are_retried() {
+    transport::server_error_retried(provider, tool_stream()).await;
+}
+
+#[tokio::test]
+async fn input_too_long_is_a_context_overflow() {
+    let body = json!({"message": "Input is too long for requested model."});
+    transport::context_overflow(provider, body).await;
+}
+
+#[tokio::test]
+async fn a_cut_connection_keeps_the_partial_text() {
+    transport::dropped_mid_stream(provider, partial(), "Hello, wor").await;
+}
+
+#[tokio::test]
+async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
+    transport::cancelled_mid_stream(provider, partial(), "Hello, wor").await;
+}
+
+#[tokio::test]
+async fn an_exception_frame_mid_stream_ends_with_its_error_and_the_partial_text() {
+    let mut bytes = partial();
+    bytes.extend(exception_frame("throttlingException", "Too many tokens, please wait before trying again."));
+    let server = MockServer::scripted([eventstream(bytes)]).await;
+    let (_, terminal) = transport::run(&provider(&server.url()), CancellationToken::new()).await;
+    let (error, partial) = terminal.expect_err("an exception ends the stream");
+    assert!(
+        matches!(&error, ProviderError::RateLimited { message, .. } if message.contains("throttlingException")),
+        "{error:?}"
+    );
+    assert_eq!((partial.text().as_str(), partial.stop_reason), ("Hello, wor", StopReason::Error));
+}
