@@ -6,6 +6,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod codegen;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -21,9 +22,10 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
+        Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | bench <loop> [args]>");
+            eprintln!("usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop> [args]>");
             std::process::exit(2);
         }
     }
@@ -66,6 +68,7 @@ fn ci(root: &Path) -> Result<()> {
     step("clippy", clippy)?;
 
     tidy::run(root)?;
+    codegen::run(root, true)?;
 
     let mut tests = cargo();
     if has_cargo_subcommand("nextest") {

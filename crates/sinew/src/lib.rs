@@ -1,8 +1,10 @@
 //! sinew: a Rust framework for LLM agents.
 //!
 //! This facade re-exports the vocabulary ([`sinew_core`]) and the agent loop ([`sinew_agent`]) at
-//! its root, and each further crate behind a feature. It holds no logic of its own: depend on the
-//! satellite crates directly if you want fewer dependencies.
+//! its root, and each further crate behind a feature. Its own additions are the
+//! [`ProviderRegistry`], which routes each model to the provider that serves it, and the model
+//! [`catalog`] (limits and prices). Depend on the satellite crates directly for fewer
+//! dependencies.
 //!
 //! ```
 //! # #[cfg(feature = "testing")]
@@ -18,11 +20,46 @@
 //! ```
 //!
 //! ## Feature flags
+//! - `providers` (default): all five below.
+//! - `anthropic`: [`anthropic`] (`sinew-provider-anthropic`).
+//! - `openai`: [`openai`] (`sinew-provider-openai-chat`): OpenAI Chat and compatible servers.
+//! - `openai-responses`: [`openai_responses`] (`sinew-provider-openai-responses`), with Azure.
+//! - `gemini`: [`gemini`] (`sinew-provider-gemini`), with Vertex AI.
+//! - `bedrock`: [`bedrock`] (`sinew-provider-bedrock`).
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
 //! - `full`: every feature above.
 
+pub mod catalog;
+mod registry;
+
+pub use registry::ProviderRegistry;
 pub use sinew_agent::*;
 pub use sinew_core::*;
+
+/// The HTTP layer the providers share.
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "gemini",
+    feature = "bedrock"
+))]
+pub use sinew_http as http;
+/// Anthropic Messages.
+#[cfg(feature = "anthropic")]
+pub use sinew_provider_anthropic as anthropic;
+/// AWS Bedrock ConverseStream.
+#[cfg(feature = "bedrock")]
+pub use sinew_provider_bedrock as bedrock;
+/// Gemini and Vertex AI.
+#[cfg(feature = "gemini")]
+pub use sinew_provider_gemini as gemini;
+/// OpenAI Chat Completions and compatible servers.
+#[cfg(feature = "openai")]
+pub use sinew_provider_openai_chat as openai;
+/// OpenAI Responses and Azure OpenAI.
+#[cfg(feature = "openai-responses")]
+pub use sinew_provider_openai_responses as openai_responses;
 
 /// The agent loop crate, also re-exported at the root.
 pub use sinew_agent as agent;

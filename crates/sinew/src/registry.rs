@@ -1,0 +1,182 @@
+//! [`ProviderRegistry`]: several providers behind one [`StreamProvider`], chosen per model.
+
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use sinew_core::{
+    AssistantMessage, CancellationToken, ProviderError, StopReason, StreamEvent, StreamProvider, StreamRequest,
+};
+
+/// Several providers behind one, so an agent can switch models across services.
+///
+/// A request's model picks the provider: an explicit `provider_id/model` prefix (stripped before
+/// the call), else the catalog's protocol for the model ([`crate::catalog::model`]), else the
+/// model's family (`claude-` → `anthropic`, `gpt-`/`o1`/`o3`/`o4` → `openai_responses` or
+/// `openai`, `gemini-` → `google` or `google_vertex`, Bedrock model ids → `bedrock`), else the
+/// only registered provider. A model no provider serves ends in a clear error.
+#[derive(Clone, Default)]
+pub struct ProviderRegistry {
+    providers: Vec<Arc<dyn StreamProvider>>,
+}
+
+impl std::fmt::Debug for ProviderRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderRegistry").field("providers", &self.ids()).finish()
+    }
+}
+
+impl ProviderRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        ProviderRegistry::default()
+    }
+
+    /// Every provider whose configuration is in the environment (`ANTHROPIC_API_KEY`,
+    /// `OPENAI_API_KEY` / `OPENAI_BASE_URL`, `AZURE_OPENAI_*`, `GEMINI_API_KEY`,
+    /// `GOOGLE_CLOUD_PROJECT` + `GOOGLE_VERTEX_ACCESS_TOKEN`, `AWS_REGION` + credentials), among
+    /// the providers compiled in (the facade's features). All share one HTTP client.
+    pub fn from_env() -> Self {
+        #[allow(unused_mut)]
+        let mut registry = ProviderRegistry::new();
+        #[cfg(any(
+            feature = "anthropic",
+            feature = "openai",
+            feature = "openai-responses",
+            feature = "gemini",
+            feature = "bedrock"
+        ))]
+        let client = sinew_http::HttpClient::from_env();
+        #[cfg(feature = "anthropic")]
+        if let Ok(p) = sinew_provider_anthropic::AnthropicProvider::from_env() {
+            registry.register(p.with_client(client.clone()));
+        }
+        #[cfg(feature = "openai")]
+        if let Ok(p) = sinew_provider_openai_chat::OpenAiChatProvider::from_env() {
+            registry.register(p.with_client(client.clone()));
+        }
+        #[cfg(feature = "openai-responses")]
+        {
+            // A compatible server behind OPENAI_BASE_URL speaks Chat Completions, not Responses.
+            let compatible = std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.contains("api.openai.com"));
+            if let (false, Ok(p)) = (compatible, sinew_provider_openai_responses::ResponsesProvider::from_env()) {
+                registry.register(p.with_client(client.clone()));
+            }
+            if let Ok(p) = sinew_provider_openai_responses::ResponsesProvider::azure_from_env() {
+                registry.register(p.with_client(client.clone()));
+            }
+        }
+        #[cfg(feature = "gemini")]
+        {
+            if let Ok(p) = sinew_provider_gemini::GeminiProvider::from_env() {
+                registry.register(p.with_client(client.clone()));
+            }
+            if let Ok(p) = sinew_provider_gemini::GeminiProvider::vertex_from_env() {
+                registry.register(p.with_client(client.clone()));
+            }
+        }
+        #[cfg(feature = "bedrock")]
+        if let Ok(p) = sinew_provider_bedrock::BedrockProvider::from_env() {
+            registry.register(p.with_client(client.clone()));
+        }
+        registry
+    }
+
+    /// Adds `provider` under its [`StreamProvider::provider_id`], replacing one with the same id.
+    pub fn register(&mut self, provider: impl StreamProvider + 'static) -> &mut Self {
+        let provider: Arc<dyn StreamProvider> = Arc::new(provider);
+        self.providers.retain(|p| p.provider_id() != provider.provider_id());
+        self.providers.push(provider);
+        self
+    }
+
+    /// The registered provider ids, in registration order.
+    pub fn ids(&self) -> Vec<&str> {
+        self.providers.iter().map(|p| p.provider_id()).collect()
+    }
+
+    pub fn get(&self, provider_id: &str) -> Option<&Arc<dyn StreamProvider>> {
+        self.providers.iter().find(|p| p.provider_id() == provider_id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.providers.is_empty()
+    }
+
+    /// The provider for `model`, and the model name to send it.
+    pub fn resolve<'m>(&self, model: &'m str) -> Option<(&Arc<dyn StreamProvider>, &'m str)> {
+        if let Some((prefix, rest)) = model.split_once('/')
+            && let Some(provider) = self.get(prefix)
+        {
+            return Some((provider, rest));
+        }
+        let catalog = crate::catalog::model(model).map(|m| m.protocol);
+        let candidates: &[&str] = match catalog {
+            Some(protocol) => &[protocol],
+            None => family(model),
+        };
+        if let Some(provider) = candidates.iter().find_map(|id| self.get(id)) {
+            return Some((provider, model));
+        }
+        // Same family, another protocol of it (gpt-5 over Chat when Responses is not registered).
+        if let Some(provider) = family(model).iter().find_map(|id| self.get(id)) {
+            return Some((provider, model));
+        }
+        match self.providers.as_slice() {
+            [only] => Some((only, model)),
+            _ => None,
+        }
+    }
+}
+
+/// The providers that can serve a model family, most fitting first.
+fn family(model: &str) -> &'static [&'static str] {
+    const BEDROCK_PREFIXES: &[&str] = &[
+        "anthropic.",
+        "amazon.",
+        "meta.",
+        "mistral.",
+        "cohere.",
+        "ai21.",
+        "us.",
+        "eu.",
+        "apac.",
+        "global.",
+        "arn:aws:",
+    ];
+    if model.starts_with("claude-") {
+        &["anthropic", "bedrock"]
+    } else if model.starts_with("gpt-") || ["o1", "o3", "o4"].iter().any(|p| model.starts_with(p)) {
+        &["openai_responses", "openai", "azure_openai"]
+    } else if model.starts_with("gemini-") {
+        &["google", "google_vertex"]
+    } else if BEDROCK_PREFIXES.iter().any(|p| model.starts_with(p)) {
+        &["bedrock"]
+    } else {
+        &[]
+    }
+}
+
+impl StreamProvider for ProviderRegistry {
+    fn provider_id(&self) -> &str {
+        "registry"
+    }
+
+    fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
+        match self.resolve(request.model) {
+            Some((provider, model)) => provider.stream(&StreamRequest { model, ..*request }, cancel),
+            None => {
+                let message = format!(
+                    "no provider for model `{}` (registered: {}); prefix the model with a provider id, e.g. `openai/{}`",
+                    request.model,
+                    if self.is_empty() { "none".to_owned() } else { self.ids().join(", ") },
+                    request.model
+                );
+                let error = ProviderError::Other(message);
+                let mut partial = AssistantMessage::new("registry", request.model);
+                partial.stop_reason = StopReason::Error;
+                partial.error_message = Some(error.to_string());
+                Box::pin(futures::stream::iter([StreamEvent::Error { error, partial }]))
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! `ProviderRegistry` routing, with real providers against a local server and mocks.
+
+use futures::StreamExt;
+use sinew::testing::{MockProvider, MockResponse, MockServer, ServedResponse, fixture_bytes};
+use sinew::{CancellationToken, Message, ProviderError, ProviderRegistry, StreamEvent, StreamProvider, StreamRequest};
+
+async fn run(provider: &dyn StreamProvider, model: &str) -> Result<sinew::AssistantMessage, ProviderError> {
+    let prompt = Message::user("hi");
+    let messages = [&prompt];
+    let events: Vec<StreamEvent> =
+        provider.stream(&StreamRequest::new(model, "", &messages), CancellationToken::new()).collect().await;
+    match events.into_iter().last() {
+        Some(StreamEvent::Done(message)) => Ok(message),
+        Some(StreamEvent::Error { error, .. }) => Err(error),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A mock that answers with its own name, registered under `id`.
+#[derive(Debug)]
+struct Named(&'static str, MockProvider);
+
+impl StreamProvider for Named {
+    fn provider_id(&self) -> &str {
+        self.0
+    }
+
+    fn stream(
+        &self,
+        request: &StreamRequest<'_>,
+        cancel: CancellationToken,
+    ) -> futures::stream::BoxStream<'static, StreamEvent> {
+        self.1.stream(request, cancel)
+    }
+}
+
+fn named(id: &'static str) -> Named {
+    Named(id, MockProvider::from_fn(move |request| MockResponse::text(format!("{id}:{}", request.model))))
+}
+
+#[tokio::test]
+async fn models_route_by_prefix_catalog_and_family() {
+    let mut registry = ProviderRegistry::new();
+    for id in ["anthropic", "openai", "openai_responses", "google", "bedrock", "deepseek"] {
+        registry.register(named(id));
+    }
+    let cases = [
+        ("claude-sonnet-4-5-20250929", "anthropic:claude-sonnet-4-5-20250929"),
+        ("gpt-5", "openai_responses:gpt-5"),
+        ("gpt-4o", "openai:gpt-4o"),
+        ("gpt-9-future", "openai_responses:gpt-9-future"),
+        ("gemini-3-pro-preview", "google:gemini-3-pro-preview"),
+        ("amazon.nova-micro-v1:0", "bedrock:amazon.nova-micro-v1:0"),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("deepseek-reasoner", "deepseek:deepseek-reasoner"),
+        ("openai/llama3.2", "openai:llama3.2"),
+        ("bedrock/claude-x", "bedrock:claude-x"),
+    ];
+    for (model, want) in cases {
+        assert_eq!(run(&registry, model).await.unwrap().text(), want, "{model}");
+    }
+    let error = run(&registry, "my-local-llama").await.unwrap_err();
+    assert!(error.to_string().contains("no provider for model `my-local-llama`"), "{error}");
+    assert!(error.to_string().contains("anthropic, openai"), "the error lists what is registered: {error}");
+}
+
+#[tokio::test]
+async fn one_provider_serves_everything_and_registering_again_replaces() {
+    let mut registry = ProviderRegistry::new();
+    assert!(run(&registry, "x").await.unwrap_err().to_string().contains("registered: none"));
+    registry.register(named("ollama"));
+    assert_eq!(run(&registry, "llama3.2").await.unwrap().text(), "ollama:llama3.2");
+    registry.register(Named("ollama", MockProvider::new([MockResponse::text("replaced")])));
+    assert_eq!(registry.ids(), ["ollama"]);
+    assert_eq!(run(&registry, "llama3.2").await.unwrap().text(), "replaced");
+}
+
+#[tokio::test]
+async fn real_providers_behind_the_registry_talk_to_their_servers() {
+    let anthropic_server =
+        MockServer::scripted([ServedResponse::sse(fixture_bytes("anthropic/short-text-minimal.sse"))]).await;
+    let chat_server = MockServer::scripted([ServedResponse::sse(fixture_bytes("openai-chat/text-usage.sse"))]).await;
+    let mut anthropic = sinew::anthropic::AnthropicConfig::new("k");
+    anthropic.base_url = anthropic_server.url();
+    let chat = sinew::openai::OpenAiChatConfig::compatible(
+        "openai",
+        format!("{}/v1", chat_server.url()),
+        sinew::openai::Auth::None,
+    );
+    let mut registry = ProviderRegistry::new();
+    registry.register(sinew::anthropic::AnthropicProvider::new(anthropic));
+    registry.register(sinew::openai::OpenAiChatProvider::new(chat));
+
+    let claude = run(&registry, "claude-haiku-4-5").await.unwrap();
+    assert_eq!(claude.provider, "anthropic");
+    let gpt = run(&registry, "gpt-4o").await.unwrap();
+    assert_eq!(gpt.provider, "openai");
+    assert!(gpt.text().starts_with("I'm unable"));
+    assert_eq!(anthropic_server.requests()[0].json()["model"], "claude-haiku-4-5");
+    assert_eq!(chat_server.requests()[0].path, "/v1/chat/completions");
+}
