@@ -25,7 +25,7 @@ fn main() -> Result<()> {
         Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop> [args]>");
+            eprintln!("usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop | decode> [args]>");
             std::process::exit(2);
         }
     }
@@ -99,10 +99,11 @@ fn ci(root: &Path) -> Result<()> {
 }
 
 fn bench(args: &[String]) -> Result<()> {
-    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop> [args]") };
+    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop | decode> [args]") };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
-        other => bail!("unknown benchmark `{other}` (known: loop)"),
+        "decode" => ("sinew", "decode"),
+        other => bail!("unknown benchmark `{other}` (known: loop, decode)"),
     };
     let mut command = cargo();
     command.args(["bench", "--package", package, "--bench", bench, "--"]).args(&args[1..]);
