@@ -25,7 +25,7 @@ fn main() -> Result<()> {
         Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop | decode> [args]>");
+            eprintln!("usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop | decode | e2e> [args]>");
             std::process::exit(2);
         }
     }
@@ -98,14 +98,33 @@ fn ci(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where cargo puts build output (`CARGO_TARGET_DIR`, else `target` of the workspace).
+fn target_dir() -> Result<PathBuf> {
+    let output = cargo().args(["metadata", "--format-version", "1", "--no-deps"]).output()?;
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    metadata["target_directory"].as_str().map(PathBuf::from).context("cargo metadata has no target_directory")
+}
+
 fn bench(args: &[String]) -> Result<()> {
-    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop | decode> [args]") };
+    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop | decode | e2e> [args]") };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
-        other => bail!("unknown benchmark `{other}` (known: loop, decode)"),
+        "e2e" => ("sinew", "e2e"),
+        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e)"),
     };
     let mut command = cargo();
-    command.args(["bench", "--package", package, "--bench", bench, "--"]).args(&args[1..]);
+    if name == "e2e" {
+        // The mock model runs in its own process, so that only the client is measured.
+        let mut build = cargo();
+        build.args(["build", "--release", "--package", "sinew-testing", "--bin", "sinew-mockllm"]);
+        step("build sinew-mockllm", build)?;
+        command.env("SINEW_MOCKLLM", target_dir()?.join("release").join("sinew-mockllm"));
+    }
+    command.args(["bench", "--package", package, "--bench", bench]);
+    if name == "e2e" {
+        command.args(["--features", "testing"]);
+    }
+    command.arg("--").args(&args[1..]);
     step(&format!("bench {name}"), command)
 }

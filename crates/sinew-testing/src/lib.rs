@@ -8,6 +8,8 @@
 //! - [`MockServer`]: a real HTTP server on loopback answering from a script or a function, with
 //!   bodies in timed chunks, dropped connections and hanging responses, for transport tests.
 //! - [`round_trip_history`], [`round_trip_tools`]: what request builders are snapshot-tested on.
+//! - [`mockllm`]: the reference benchmark's mock model (OpenAI Chat and Anthropic), served by
+//!   the `sinew-mockllm` binary for `cargo xtask bench e2e`.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
 //!   provider streams of `shared/fixtures`, for decoder tests.
@@ -35,6 +37,7 @@ mod assert;
 mod fixtures;
 mod history;
 mod mock;
+pub mod mockllm;
 mod server;
 mod tools;
 pub mod transport;

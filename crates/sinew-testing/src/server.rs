@@ -81,6 +81,10 @@ impl ServedResponse {
         ServedResponse::new(status).header("content-type", "application/json").chunk(body.to_string())
     }
 
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -178,15 +182,21 @@ impl MockServer {
         MockServer::spawn(Arc::new(handler), true).await
     }
 
-    /// Like [`MockServer::start`], keeping no record of requests.
+    /// Like [`MockServer::start`], keeping no record of requests, on `port` (0: any free one).
     pub async fn start_unrecorded(
+        port: u16,
         handler: impl Fn(&ReceivedRequest) -> ServedResponse + Send + Sync + 'static,
-    ) -> Self {
-        MockServer::spawn(Arc::new(handler), false).await
+    ) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        Ok(MockServer::serve(listener, Arc::new(handler), false))
     }
 
     async fn spawn(handler: Handler, record: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        MockServer::serve(listener, handler, record)
+    }
+
+    fn serve(listener: TcpListener, handler: Handler, record: bool) -> Self {
         let addr = listener.local_addr().expect("a bound listener has an address");
         let received = Arc::new(Mutex::new(Vec::new()));
         let stop = CancellationToken::new();
