@@ -1,7 +1,11 @@
 //! The `/chat/completions` request, built from a [`StreamRequest`] (pure: no I/O), with the knobs
 //! compatible servers need.
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::{Value, json};
 use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
@@ -141,7 +145,10 @@ impl OpenAiChatConfig {
 /// The headers and JSON body of a streaming `/chat/completions` call.
 pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> HttpRequest {
     let url = url_with_query(&config.base_url, "/chat/completions", &config.query);
-    let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
+    // Serialized straight from borrowed wire structs: the history is resent every turn, so no
+    // intermediate `Value` tree is built for it.
+    let body = serde_json::to_vec(&wire_body(config, request)).unwrap_or_default();
+    let mut http = HttpRequest::post_json(url, body).header("accept", "text/event-stream");
     config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
     http
@@ -149,46 +156,138 @@ pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> 
 
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), request.model.into());
-    body.insert("messages".into(), messages(config, request).into());
-    body.insert("stream".into(), true.into());
-    if config.include_usage {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
+    serde_json::to_value(wire_body(config, request)).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// Message content: a string, parts, or `null` (an assistant turn with only tool calls).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
+    Null(Option<()>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireCallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireCallFunction<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+struct WireMessage<'a> {
+    role: &'static str,
+    content: WireContent<'a>,
+    tool_calls: Vec<WireCall<'a>>,
+    tool_call_id: Option<&'a str>,
+    /// Earlier reasoning, under the configured field name.
+    reasoning: Option<(&'a str, String)>,
+}
+
+impl Serialize for WireMessage<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("role", self.role)?;
+        map.serialize_entry("content", &self.content)?;
+        if !self.tool_calls.is_empty() {
+            map.serialize_entry("tool_calls", &self.tool_calls)?;
+        }
+        if let Some(id) = self.tool_call_id {
+            map.serialize_entry("tool_call_id", id)?;
+        }
+        if let Some((field, text)) = &self.reasoning {
+            map.serialize_entry(field, text)?;
+        }
+        map.end()
     }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+}
+
+impl<'a> WireMessage<'a> {
+    fn new(role: &'static str, content: WireContent<'a>) -> Self {
+        WireMessage { role, content, tool_calls: Vec::new(), tool_call_id: None, reasoning: None }
+    }
+}
+
+fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> Body<'a> {
+    let (max_tokens, max_completion_tokens) = match config.max_tokens_field {
+        MaxTokensField::MaxTokens => (request.max_tokens, None),
+        MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
+    };
+    let effort = effort(request.thinking_level);
+    Body {
+        model: request.model,
+        messages: messages(config, request),
+        stream: true,
+        stream_options: config.include_usage.then(|| json!({"include_usage": true})),
+        tools: request
             .tools
             .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}})
+            .map(|t| WireTool {
+                kind: "function",
+                function: WireFunction { name: &t.name, description: &t.description, parameters: &t.parameters },
             })
-            .collect();
-        body.insert("tools".into(), tools.into());
-    }
-    if let Some(max) = request.max_tokens {
-        let field = match config.max_tokens_field {
-            MaxTokensField::MaxTokens => "max_tokens",
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-        };
-        body.insert(field.into(), max.into());
-    }
-    if let Some(t) = request.temperature {
+            .collect(),
+        max_tokens,
+        max_completion_tokens,
         // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-        body.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+        temperature: request.temperature.map(|t| t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
+        reasoning_effort: effort.filter(|_| config.reasoning == ReasoningParam::Effort),
+        reasoning: effort.filter(|_| config.reasoning == ReasoningParam::OpenRouter).map(|e| json!({"effort": e})),
     }
-    if let Some(effort) = effort(request.thinking_level) {
-        match config.reasoning {
-            ReasoningParam::None => {}
-            ReasoningParam::Effort => {
-                body.insert("reasoning_effort".into(), effort.into());
-            }
-            ReasoningParam::OpenRouter => {
-                body.insert("reasoning".into(), json!({"effort": effort}));
-            }
-        }
-    }
-    Value::Object(body)
 }
 
 fn effort(level: ThinkingLevel) -> Option<&'static str> {
@@ -201,25 +300,25 @@ fn effort(level: ThinkingLevel) -> Option<&'static str> {
     }
 }
 
-fn messages(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Vec<Value> {
+fn messages<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> Vec<WireMessage<'a>> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     if !request.system_prompt.is_empty() {
         let role = match config.system_role {
             SystemRole::System => "system",
             SystemRole::Developer => "developer",
         };
-        out.push(json!({"role": role, "content": request.system_prompt}));
+        out.push(WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
     }
     // Images returned by tools cannot go in `tool` messages; they follow the batch as a user turn.
-    let mut tool_images: Vec<Value> = Vec::new();
-    for message in request.messages {
+    let mut tool_images: Vec<Part<'a>> = Vec::new();
+    for message in request.messages.iter().copied() {
         if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
             out.push(images_turn(&mut tool_images));
         }
         match message {
             Message::User(user) => {
                 if let Some(content) = user_content(&user.content) {
-                    out.push(json!({"role": "user", "content": content}));
+                    out.push(WireMessage::new("user", content));
                 }
             }
             Message::Assistant(assistant) => {
@@ -228,10 +327,12 @@ fn messages(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Vec<Value
                 }
             }
             Message::ToolResult(result) => {
-                let text = sinew_core::join_text(&result.content, "\n");
-                let text = if text.is_empty() { "(no output)".to_owned() } else { text };
                 tool_images.extend(result.content.iter().filter_map(image_part));
-                out.push(json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": text}));
+                let text = text_of(&result.content);
+                let text = if text.is_empty() { Cow::Borrowed("(no output)") } else { text };
+                let mut turn = WireMessage::new("tool", WireContent::Text(text));
+                turn.tool_call_id = Some(&result.tool_call_id);
+                out.push(turn);
             }
         }
     }
@@ -241,53 +342,64 @@ fn messages(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Vec<Value
     out
 }
 
-fn images_turn(images: &mut Vec<Value>) -> Value {
-    let mut content = vec![json!({"type": "text", "text": "Images returned by the tools above:"})];
-    content.append(images);
-    json!({"role": "user", "content": content})
+/// The text of `content`, borrowed when it is one block.
+fn text_of(content: &[Content]) -> Cow<'_, str> {
+    let mut texts = content.iter().filter_map(Content::as_text).filter(|t| !t.is_empty());
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(only), None) => Cow::Borrowed(only),
+        _ => Cow::Owned(sinew_core::join_text(content, "\n")),
+    }
 }
 
-fn image_part(content: &Content) -> Option<Value> {
+fn images_turn<'a>(images: &mut Vec<Part<'a>>) -> WireMessage<'a> {
+    let mut parts = vec![Part::Text { text: "Images returned by the tools above:" }];
+    parts.append(images);
+    WireMessage::new("user", WireContent::Parts(parts))
+}
+
+fn image_part(content: &Content) -> Option<Part<'_>> {
     match content {
         Content::Image { data, mime_type } => {
-            Some(json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}}))
+            Some(Part::ImageUrl { image_url: ImageUrl { url: format!("data:{mime_type};base64,{data}") } })
         }
         _ => None,
     }
 }
 
 /// A plain string when the message is only text, else an array of parts; `None` when empty.
-fn user_content(content: &[Content]) -> Option<Value> {
+fn user_content(content: &[Content]) -> Option<WireContent<'_>> {
     if content.iter().all(|c| matches!(c, Content::Text { .. })) {
-        let text = sinew_core::join_text(content, "\n");
-        return (!text.is_empty()).then(|| text.into());
+        let text = text_of(content);
+        return (!text.is_empty()).then_some(WireContent::Text(text));
     }
-    let parts: Vec<Value> = content
+    let parts: Vec<Part<'_>> = content
         .iter()
         .filter_map(|c| match c {
-            Content::Text { text, .. } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+            Content::Text { text, .. } if !text.is_empty() => Some(Part::Text { text }),
             other => image_part(other),
         })
         .collect();
-    (!parts.is_empty()).then(|| parts.into())
+    (!parts.is_empty()).then_some(WireContent::Parts(parts))
 }
 
-fn assistant_turn(config: &OpenAiChatConfig, message: &AssistantMessage) -> Option<Value> {
-    let text: String = message.content.iter().filter_map(Content::as_text).collect();
-    let calls: Vec<Value> = message
+fn assistant_turn<'a>(config: &'a OpenAiChatConfig, message: &'a AssistantMessage) -> Option<WireMessage<'a>> {
+    let text = text_of(&message.content);
+    let calls: Vec<WireCall<'a>> = message
         .tool_calls()
-        .map(|c| {
-            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments.to_string()}})
+        .map(|c| WireCall {
+            id: c.id,
+            kind: "function",
+            function: WireCallFunction { name: c.name, arguments: c.arguments.to_string() },
         })
         .collect();
     if text.is_empty() && calls.is_empty() {
         // A failed or empty answer: servers reject an assistant turn with nothing in it.
         return None;
     }
-    let mut turn = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { text.into() }});
-    if !calls.is_empty() {
-        turn["tool_calls"] = calls.into();
-    }
+    let content = if text.is_empty() { WireContent::Null(None) } else { WireContent::Text(text) };
+    let mut turn = WireMessage::new("assistant", content);
+    turn.tool_calls = calls;
     let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
     if let Some(field) = &config.reasoning_in_history
         && message.provider == config.provider_id
@@ -302,7 +414,7 @@ fn assistant_turn(config: &OpenAiChatConfig, message: &AssistantMessage) -> Opti
             })
             .collect();
         if !thinking.is_empty() {
-            turn[field.as_str()] = thinking.into();
+            turn.reasoning = Some((field.as_str(), thinking));
         }
     }
     Some(turn)
