@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::{Value, json};
 use sinew_core::{AssistantMessage, CacheStrategy, Content, Message, StopReason, StreamRequest, ThinkingLevel};
 use sinew_http::HttpRequest;
 
@@ -85,12 +87,159 @@ pub fn build_request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> H
         method: http::Method::POST,
         url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
         headers,
-        body: body(config, request).to_string().into(),
+        // Serialized straight from borrowed wire structs: the history is resent every turn, so
+        // no intermediate `Value` tree is built for it.
+        body: serde_json::to_vec(&wire_body(config, request)).unwrap_or_default().into(),
     }
 }
 
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Value {
+    serde_json::to_value(wire_body(config, request)).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Block<'a>; 1]>,
+    messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u32,
+}
+
+#[derive(Clone, Copy, Serialize)]
+struct Ephemeral {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: Ephemeral = Ephemeral { kind: "ephemeral" };
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+/// A content block, with an optional cache breakpoint.
+struct Block<'a> {
+    kind: BlockKind<'a>,
+    cache: bool,
+}
+
+enum BlockKind<'a> {
+    Text(&'a str),
+    Image {
+        data: &'a str,
+        mime_type: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking(&'a str),
+    ToolUse {
+        id: String,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: Vec<Block<'a>>,
+        is_error: bool,
+    },
+    /// A block kept verbatim (server tools), sent back as it came.
+    Raw(&'a Value),
+}
+
+impl<'a> Block<'a> {
+    fn new(kind: BlockKind<'a>) -> Self {
+        Block { kind, cache: false }
+    }
+}
+
+impl Serialize for Block<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if let BlockKind::Raw(value) = &self.kind {
+            if !self.cache {
+                return value.serialize(serializer);
+            }
+            let mut value = (*value).clone();
+            value["cache_control"] = json!({"type": "ephemeral"});
+            return value.serialize(serializer);
+        }
+        let mut map = serializer.serialize_map(None)?;
+        match &self.kind {
+            BlockKind::Text(text) => {
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+            }
+            BlockKind::Image { data, mime_type } => {
+                map.serialize_entry("type", "image")?;
+                map.serialize_entry("source", &json!({"type": "base64", "media_type": mime_type, "data": data}))?;
+            }
+            BlockKind::Thinking { thinking, signature } => {
+                map.serialize_entry("type", "thinking")?;
+                map.serialize_entry("thinking", thinking)?;
+                map.serialize_entry("signature", signature)?;
+            }
+            BlockKind::RedactedThinking(data) => {
+                map.serialize_entry("type", "redacted_thinking")?;
+                map.serialize_entry("data", data)?;
+            }
+            BlockKind::ToolUse { id, name, input } => {
+                map.serialize_entry("type", "tool_use")?;
+                map.serialize_entry("id", id)?;
+                map.serialize_entry("name", name)?;
+                if input.is_object() {
+                    map.serialize_entry("input", input)?;
+                } else {
+                    map.serialize_entry("input", &json!({"value": input}))?;
+                }
+            }
+            BlockKind::ToolResult { tool_use_id, content, is_error } => {
+                map.serialize_entry("type", "tool_result")?;
+                map.serialize_entry("tool_use_id", tool_use_id)?;
+                if !content.is_empty() {
+                    map.serialize_entry("content", content)?;
+                }
+                if *is_error {
+                    map.serialize_entry("is_error", &true)?;
+                }
+            }
+            BlockKind::Raw(_) => {}
+        }
+        if self.cache {
+            map.serialize_entry("cache_control", &EPHEMERAL)?;
+        }
+        map.end()
+    }
+}
+
+fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<'a> {
     let cache = CacheBreakpoints::of(request);
     let budget = thinking_budget(request.thinking_level);
     let mut max_tokens = request.max_tokens.unwrap_or(config.default_max_tokens);
@@ -98,47 +247,33 @@ pub fn body(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Value {
         // The API requires max_tokens above the thinking budget; keep room for the answer.
         max_tokens = max_tokens.max(budget + 1024);
     }
-    let mut body = Map::new();
-    body.insert("model".into(), request.model.into());
-    body.insert("max_tokens".into(), max_tokens.into());
-    body.insert("stream".into(), true.into());
-    if !request.system_prompt.is_empty() {
-        let mut block = json!({"type": "text", "text": request.system_prompt});
-        if cache.system {
-            block["cache_control"] = json!({"type": "ephemeral"});
-        }
-        body.insert("system".into(), json!([block]));
-    }
-    body.insert("messages".into(), messages(request.messages, cache.message));
-    if !request.tools.is_empty() {
-        let last = request.tools.len() - 1;
-        let tools: Vec<Value> = request
+    let last_tool = request.tools.len().saturating_sub(1);
+    Body {
+        model: request.model,
+        max_tokens,
+        stream: true,
+        system: (!request.system_prompt.is_empty())
+            .then_some([Block { kind: BlockKind::Text(request.system_prompt), cache: cache.system }]),
+        messages: messages(request.messages, cache.message),
+        tools: request
             .tools
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                let mut tool = json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
-                if cache.tools && i == last {
-                    tool["cache_control"] = json!({"type": "ephemeral"});
-                }
-                tool
+            .map(|(i, t)| Tool {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.parameters,
+                cache_control: (cache.tools && i == last_tool).then_some(EPHEMERAL),
             })
-            .collect();
-        body.insert("tools".into(), tools.into());
+            .collect(),
+        thinking: budget.map(|budget_tokens| Thinking { kind: "enabled", budget_tokens }),
+        // The API rejects a temperature together with thinking. Through its shortest decimal
+        // form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
+        temperature: request
+            .temperature
+            .filter(|_| budget.is_none())
+            .map(|t| t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
     }
-    match budget {
-        Some(budget) => {
-            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
-        }
-        // The API rejects a temperature together with thinking.
-        None => {
-            if let Some(t) = request.temperature {
-                // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-                body.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
-            }
-        }
-    }
-    Value::Object(body)
 }
 
 /// Which cache breakpoints to set: system prompt, last tool, and the second-to-last message.
@@ -165,81 +300,70 @@ impl CacheBreakpoints {
 
 /// The API's message list: tool results go in user turns, consecutive results share one turn,
 /// failed empty answers are left out.
-fn messages(history: &[&Message], cache_at: Option<usize>) -> Value {
-    let mut out: Vec<Value> = Vec::with_capacity(history.len());
-    for (i, message) in history.iter().enumerate() {
-        let (role, blocks) = match message {
+fn messages<'a>(history: &[&'a Message], cache_at: Option<usize>) -> Vec<Turn<'a>> {
+    let mut out: Vec<Turn<'a>> = Vec::with_capacity(history.len());
+    // Whether the last turn holds only tool results (the next result joins it).
+    let mut last_is_results = false;
+    for (i, message) in history.iter().copied().enumerate() {
+        let (role, mut blocks) = match message {
             Message::User(user) => ("user", user.content.iter().filter_map(user_block).collect::<Vec<_>>()),
             Message::Assistant(assistant) => ("assistant", assistant_blocks(assistant)),
             Message::ToolResult(result) => {
-                let content: Vec<Value> = result.content.iter().filter_map(user_block).collect();
-                let mut block = json!({"type": "tool_result", "tool_use_id": tool_id(&result.tool_call_id)});
-                if !content.is_empty() {
-                    block["content"] = content.into();
-                }
-                if result.is_error {
-                    block["is_error"] = true.into();
-                }
-                ("user", vec![block])
+                let content: Vec<Block<'a>> = result.content.iter().filter_map(user_block).collect();
+                let block = BlockKind::ToolResult {
+                    tool_use_id: tool_id(&result.tool_call_id),
+                    content,
+                    is_error: result.is_error,
+                };
+                ("user", vec![Block::new(block)])
             }
         };
         if blocks.is_empty() {
             continue;
         }
-        let mut blocks = blocks;
         if cache_at == Some(i)
             && let Some(last) = blocks.last_mut()
         {
-            last["cache_control"] = json!({"type": "ephemeral"});
+            last.cache = true;
         }
+        let is_results = matches!(message, Message::ToolResult(_));
         // Results of one batch go back together, in one user turn.
-        let joins_previous = matches!(message, Message::ToolResult(_))
-            && out.last().is_some_and(|m: &Value| {
-                m["role"] == "user"
-                    && m["content"].as_array().is_some_and(|c| c.iter().all(|b| b["type"] == "tool_result"))
-            });
         match out.last_mut() {
-            Some(previous) if joins_previous => {
-                if let Some(content) = previous["content"].as_array_mut() {
-                    content.extend(blocks);
-                }
-            }
-            _ => out.push(json!({"role": role, "content": blocks})),
+            Some(previous) if is_results && last_is_results => previous.content.extend(blocks),
+            _ => out.push(Turn { role, content: blocks }),
         }
+        last_is_results = is_results;
     }
-    Value::Array(out)
+    out
 }
 
-fn user_block(content: &Content) -> Option<Value> {
+fn user_block(content: &Content) -> Option<Block<'_>> {
     match content {
-        Content::Text { text, .. } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
-        Content::Image { data, mime_type } => {
-            Some(json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}}))
-        }
+        Content::Text { text, .. } if !text.is_empty() => Some(Block::new(BlockKind::Text(text))),
+        Content::Image { data, mime_type } => Some(Block::new(BlockKind::Image { data, mime_type })),
         _ => None,
     }
 }
 
-fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+fn assistant_blocks(message: &AssistantMessage) -> Vec<Block<'_>> {
     let ours = message.provider == PROVIDER_ID;
     let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
     message
         .content
         .iter()
         .filter_map(|content| match content {
-            Content::Text { text, .. } if !text.is_empty() => Some(json!({"type": "text", "text": text})),
+            Content::Text { text, .. } if !text.is_empty() => Some(Block::new(BlockKind::Text(text))),
             // Signatures are only valid for the service that issued them; thinking cut short has none.
             Content::Thinking { signature: Some(data), redacted: true, .. } if ours => {
-                Some(json!({"type": "redacted_thinking", "data": data}))
+                Some(Block::new(BlockKind::RedactedThinking(data)))
             }
             Content::Thinking { thinking, signature: Some(signature), redacted: false, .. } if ours && !failed => {
-                Some(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
+                Some(Block::new(BlockKind::Thinking { thinking, signature }))
             }
             Content::ToolCall { id, name, arguments, .. } => {
-                let input = if arguments.is_object() { arguments.clone() } else { json!({"value": arguments}) };
-                Some(json!({"type": "tool_use", "id": tool_id(id), "name": name, "input": input}))
+                Some(Block::new(BlockKind::ToolUse { id: tool_id(id), name, input: arguments }))
             }
-            Content::Opaque { provider, data } if provider == PROVIDER_ID => Some(data.clone()),
+            Content::Opaque { provider, data } if provider == PROVIDER_ID => Some(Block::new(BlockKind::Raw(data))),
             _ => None,
         })
         .collect()
