@@ -1,0 +1,33 @@
+//! Built-in coding tools for sinew agents.
+//!
+//! Every file tool works inside a [`Workspace`]: relative paths resolve against its root, and a
+//! confined workspace refuses paths that leave it (`..`, absolute paths elsewhere, symbolic links
+//! pointing out).
+//!
+//! Today: [`ReadFileTool`] (line-numbered text, windows with `offset`/`limit`, images, size limits,
+//! binary files detected). Bash, write, edit, list and search follow.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use sinew_core::{AgentTool, CancellationToken, ToolContext};
+//! use sinew_tools::{ReadFileTool, Workspace};
+//!
+//! let dir = std::env::temp_dir().join(format!("sinew-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir).unwrap();
+//! std::fs::write(dir.join("notes.txt"), "alpha\nbeta\n").unwrap();
+//! let tool = ReadFileTool::new(Workspace::confined(&dir).unwrap());
+//! let ctx = ToolContext::new("call-1", "read_file", CancellationToken::new());
+//! let result = tool.execute(serde_json::json!({"path": "notes.txt"}), ctx).await.unwrap();
+//! assert!(sinew_core::join_text(&result.content, "").contains("     2\tbeta"));
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! # });
+//! ```
+//!
+//! ## Feature flags
+//! None.
+
+mod read;
+mod workspace;
+
+pub use read::{DEFAULT_LINE_LIMIT, MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool};
+pub use workspace::Workspace;

@@ -1,0 +1,9 @@
+//! The built-in tools on real files.
+
+mod read;
+
+use sinew_core::{CancellationToken, ToolContext};
+
+pub(crate) fn ctx() -> ToolContext {
+    ToolContext::new("call-1", "tool", CancellationToken::new())
+}

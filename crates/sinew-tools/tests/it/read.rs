@@ -1,0 +1,80 @@
+use serde_json::json;
+use sinew_core::{AgentTool, CancellationToken, Content, ToolContext, ToolError};
+use sinew_tools::{MAX_TEXT_BYTES, ReadFileTool, Workspace};
+
+use crate::ctx;
+
+fn setup() -> (tempfile::TempDir, ReadFileTool) {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("a.txt"), text).unwrap();
+    let tool = ReadFileTool::new(Workspace::confined(dir.path()).unwrap());
+    (dir, tool)
+}
+
+fn text(result: &sinew_core::ToolResult) -> String {
+    sinew_core::join_text(&result.content, "")
+}
+
+#[tokio::test]
+async fn text_comes_with_line_numbers_and_windows_say_what_is_left() {
+    let (_dir, tool) = setup();
+    let whole = tool.execute(json!({"path": "a.txt"}), ctx()).await.unwrap();
+    let shown = text(&whole);
+    assert!(shown.starts_with("a.txt (lines 1-30 of 30)\n     1\tline 1\n"), "{shown}");
+    assert!(whole.details["path"].as_str().unwrap().ends_with("a.txt"), "REQ-137 details");
+
+    let window = text(&tool.execute(json!({"path": "a.txt", "offset": 10, "limit": 3}), ctx()).await.unwrap());
+    assert_eq!(
+        window,
+        "a.txt (lines 10-12 of 30)\n    10\tline 10\n    11\tline 11\n    12\tline 12\n[18 more lines: use offset=13 to continue]\n"
+    );
+    let past = text(&tool.execute(json!({"path": "a.txt", "offset": 99}), ctx()).await.unwrap());
+    assert_eq!(past, "a.txt: 30 lines; nothing at line 99\n");
+}
+
+#[tokio::test]
+async fn large_files_need_a_window_and_binary_files_are_refused() {
+    let (dir, tool) = setup();
+    let big = "x".repeat(100) + "\n";
+    let lines = MAX_TEXT_BYTES as usize / big.len() + 10;
+    std::fs::write(dir.path().join("big.log"), big.repeat(lines)).unwrap();
+    let error = tool.execute(json!({"path": "big.log"}), ctx()).await.unwrap_err();
+    assert!(
+        matches!(&error, ToolError::Failed(m) if m.starts_with("File too large") && m.contains("offset/limit")),
+        "{error:?}"
+    );
+    let window = text(&tool.execute(json!({"path": "big.log", "offset": 5, "limit": 2}), ctx()).await.unwrap());
+    assert!(window.starts_with(&format!("big.log (lines 5-6 of {lines})")), "{window}");
+
+    std::fs::write(dir.path().join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).unwrap();
+    let error = tool.execute(json!({"path": "blob.bin"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("binary file")), "{error:?}");
+}
+
+#[tokio::test]
+async fn images_come_back_as_base64_images() {
+    let (dir, tool) = setup();
+    let png = [0x89u8, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+    std::fs::write(dir.path().join("pic.PNG"), png).unwrap();
+    let result = tool.execute(json!({"path": "pic.PNG"}), ctx()).await.unwrap();
+    assert_eq!(result.content[1], Content::image("iVBORw0KGgo=", "image/png"));
+}
+
+#[tokio::test]
+async fn cancellation_comes_before_any_file_access_and_escapes_are_refused() {
+    let (_dir, tool) = setup();
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let cancelled = ToolContext::new("c", "read_file", cancel);
+    // The file does not exist: a read would say so; cancellation is checked first.
+    let error = tool.execute(json!({"path": "missing.txt"}), cancelled).await.unwrap_err();
+    assert_eq!(error, ToolError::Cancelled);
+
+    let error = tool.execute(json!({"path": "../etc/passwd"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("outside the workspace")), "{error:?}");
+    let error = tool.execute(json!({"path": "missing.txt"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("cannot read missing.txt")), "{error:?}");
+    let error = tool.execute(json!({"offset": 1}), ctx()).await.unwrap_err();
+    assert!(matches!(error, ToolError::InvalidArgs(_)));
+}
