@@ -5,7 +5,9 @@
 //! pointing out).
 //!
 //! Today: [`ReadFileTool`] (line-numbered text, windows with `offset`/`limit`, images, size limits,
-//! binary files detected). Bash, write, edit, list and search follow.
+//! binary files detected) and [`WriteFileTool`] (atomic: a temporary file renamed over the
+//! target, which keeps its mode) and [`EditFileTool`] (one exact match, CRLF kept, a unified diff
+//! in `details`). Bash, list and search follow.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -26,8 +28,13 @@
 //! ## Feature flags
 //! None.
 
+mod edit;
+mod fs_util;
 mod read;
 mod workspace;
+mod write;
 
+pub use edit::EditFileTool;
 pub use read::{DEFAULT_LINE_LIMIT, MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool};
 pub use workspace::Workspace;
+pub use write::WriteFileTool;

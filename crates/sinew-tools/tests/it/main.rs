@@ -1,6 +1,8 @@
 //! The built-in tools on real files.
 
+mod edit;
 mod read;
+mod write;
 
 use sinew_core::{CancellationToken, ToolContext};
 
