@@ -7,7 +7,8 @@
 //! Today: [`ReadFileTool`] (line-numbered text, windows with `offset`/`limit`, images, size limits,
 //! binary files detected) and [`WriteFileTool`] (atomic: a temporary file renamed over the
 //! target, which keeps its mode) and [`EditFileTool`] (one exact match, CRLF kept, a unified diff
-//! in `details`). Bash, list and search follow.
+//! in `details`), and [`BashTool`] (its own process group, killed whole on timeout, cancellation
+//! or completion; both pipes read at once; deny patterns; output bounded). List and search follow.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -28,12 +29,14 @@
 //! ## Feature flags
 //! None.
 
+mod bash;
 mod edit;
 mod fs_util;
 mod read;
 mod workspace;
 mod write;
 
+pub use bash::{BashTool, ConfirmFn, DEFAULT_DENY_PATTERNS};
 pub use edit::EditFileTool;
 pub use read::{DEFAULT_LINE_LIMIT, MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool};
 pub use workspace::Workspace;

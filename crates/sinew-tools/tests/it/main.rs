@@ -1,5 +1,6 @@
 //! The built-in tools on real files.
 
+mod bash;
 mod edit;
 mod read;
 mod write;
