@@ -8,7 +8,9 @@
 //! binary files detected) and [`WriteFileTool`] (atomic: a temporary file renamed over the
 //! target, which keeps its mode) and [`EditFileTool`] (one exact match, CRLF kept, a unified diff
 //! in `details`), and [`BashTool`] (its own process group, killed whole on timeout, cancellation
-//! or completion; both pipes read at once; deny patterns; output bounded). List and search follow.
+//! or completion; both pipes read at once; deny patterns; output bounded), [`ListFilesTool`] and
+//! [`SearchTool`] (ripgrep's own crates in-process: `.gitignore` honoured, no `find`, `rg` or
+//! `grep` binary needed).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -32,12 +34,34 @@
 mod bash;
 mod edit;
 mod fs_util;
+mod list;
 mod read;
+mod search;
+mod walk;
 mod workspace;
 mod write;
 
+use std::sync::Arc;
+
+use sinew_core::AgentTool;
+
+/// The six built-in tools (REQ-053) on one workspace: `bash` (running in its root), `read_file`,
+/// `write_file`, `edit_file`, `list_files`, `search`.
+pub fn default_tools(workspace: &Workspace) -> Vec<Arc<dyn AgentTool>> {
+    vec![
+        Arc::new(BashTool::new(workspace.root())),
+        Arc::new(ReadFileTool::new(workspace.clone())),
+        Arc::new(WriteFileTool::new(workspace.clone())),
+        Arc::new(EditFileTool::new(workspace.clone())),
+        Arc::new(ListFilesTool::new(workspace.clone())),
+        Arc::new(SearchTool::new(workspace.clone())),
+    ]
+}
+
 pub use bash::{BashTool, ConfirmFn, DEFAULT_DENY_PATTERNS};
 pub use edit::EditFileTool;
+pub use list::ListFilesTool;
 pub use read::{DEFAULT_LINE_LIMIT, MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool};
+pub use search::SearchTool;
 pub use workspace::Workspace;
 pub use write::WriteFileTool;
