@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use sinew_core::{AgentTool, ToolContext, ToolError, ToolResult};
+use sinew_core::{AgentTool, ToolContext, ToolError, ToolResult, ToolUpdateFn};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Commands containing one of these are refused before anything runs (REQ-139). Substring
@@ -102,14 +102,18 @@ impl BashTool {
     }
 }
 
-/// Reads a pipe to its end, keeping the first `max` bytes; says whether it dropped any.
-async fn drain(mut pipe: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool) {
+/// Reads a pipe to its end, keeping the first `max` bytes; says whether it dropped any. Each
+/// chunk kept is also handed to `live`, as it arrives.
+async fn drain(mut pipe: impl AsyncRead + Unpin, max: usize, live: Option<ToolUpdateFn>) -> (Vec<u8>, bool) {
     let (mut kept, mut buffer, mut truncated) = (Vec::new(), vec![0u8; 16 * 1024], false);
     loop {
         match pipe.read(&mut buffer).await {
             Ok(0) | Err(_) => return (kept, truncated),
             Ok(n) => {
                 let room = max.saturating_sub(kept.len());
+                if let Some(live) = live.as_ref().filter(|_| room > 0) {
+                    live(ToolResult::text(String::from_utf8_lossy(&buffer[..n.min(room)]).into_owned()));
+                }
                 kept.extend_from_slice(&buffer[..n.min(room)]);
                 truncated |= n > room;
             }
@@ -202,9 +206,13 @@ impl AgentTool for BashTool {
             kill_group(pid);
             return Err(ToolError::Failed("bash started without its pipes".into()));
         };
-        // Both pipes are read while the command runs: a full pipe can never block it.
+        ctx.progress(&format!("$ {command}"));
+        // Both pipes are read while the command runs: a full pipe can never block it. Output is
+        // also streamed to the host as updates, each carrying what arrived since the last.
         let max = self.max_output_bytes;
-        let readers = tokio::spawn(async move { tokio::join!(drain(stdout, max), drain(stderr, max)) });
+        let live = ctx.on_update.clone();
+        let readers =
+            tokio::spawn(async move { tokio::join!(drain(stdout, max, live.clone()), drain(stderr, max, live)) });
         let ending = tokio::select! {
             status = child.wait() => match status {
                 Ok(status) => Ending::Exited(status),

@@ -118,3 +118,18 @@ async fn deny_patterns_and_confirmation_refuse_before_anything_runs() {
     custom.execute(json!({"command": "touch made"}), ctx()).await.unwrap();
     assert!(dir.path().join("made").exists(), "commands run in the working directory");
 }
+
+#[tokio::test]
+async fn output_streams_to_the_host_as_it_arrives_with_a_progress_note() {
+    use std::sync::{Arc, Mutex};
+    let (_dir, tool) = tool();
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let mut ctx = ctx();
+    let (u, n) = (updates.clone(), notes.clone());
+    ctx.on_update = Some(Arc::new(move |partial| u.lock().unwrap().push(sinew_core::join_text(&partial.content, ""))));
+    ctx.on_progress = Some(Arc::new(move |text: &str| n.lock().unwrap().push(text.to_owned())));
+    tool.execute(json!({"command": "echo one; sleep 0.2; echo two"}), ctx).await.unwrap();
+    assert_eq!(*notes.lock().unwrap(), ["$ echo one; sleep 0.2; echo two"]);
+    assert_eq!(*updates.lock().unwrap(), ["one\n", "two\n"], "two chunks, as they came");
+}
