@@ -16,6 +16,32 @@ pub enum ThinkingLevel {
     High,
 }
 
+impl ThinkingLevel {
+    /// The level as reasoning-effort parameters spell it (`"minimal"` … `"high"`); `None` for
+    /// `Off`.
+    pub fn effort(self) -> Option<&'static str> {
+        match self {
+            ThinkingLevel::Off => None,
+            ThinkingLevel::Minimal => Some("minimal"),
+            ThinkingLevel::Low => Some("low"),
+            ThinkingLevel::Medium => Some("medium"),
+            ThinkingLevel::High => Some("high"),
+        }
+    }
+
+    /// Thinking tokens for the level (REQ-129): 128, 512, 2,048, 8,192; `None` for `Off`.
+    /// Services with a minimum budget raise it to theirs.
+    pub fn token_budget(self) -> Option<u32> {
+        match self {
+            ThinkingLevel::Off => None,
+            ThinkingLevel::Minimal => Some(128),
+            ThinkingLevel::Low => Some(512),
+            ThinkingLevel::Medium => Some(2048),
+            ThinkingLevel::High => Some(8192),
+        }
+    }
+}
+
 /// Where prompt-cache breakpoints go (for providers with explicit caching, like Anthropic).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "camelCase")]
@@ -151,6 +177,21 @@ pub enum TurnTrigger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinking_levels_map_to_efforts_and_budgets() {
+        let levels = [
+            ThinkingLevel::Off,
+            ThinkingLevel::Minimal,
+            ThinkingLevel::Low,
+            ThinkingLevel::Medium,
+            ThinkingLevel::High,
+        ];
+        let efforts: Vec<_> = levels.iter().map(|l| l.effort()).collect();
+        assert_eq!(efforts, [None, Some("minimal"), Some("low"), Some("medium"), Some("high")]);
+        let budgets: Vec<_> = levels.iter().map(|l| l.token_budget()).collect();
+        assert_eq!(budgets, [None, Some(128), Some(512), Some(2048), Some(8192)]);
+    }
 
     #[test]
     fn defaults_are_documented_values() {

@@ -36,6 +36,12 @@ pub fn redact_url(url: &str) -> String {
     format!("{base}?{}", query.join("&"))
 }
 
+/// `value` as the `f64` with the same shortest decimal form, for JSON bodies: `0.2f32` goes out as
+/// `0.2`, not `0.20000000298023224`.
+pub fn json_f32(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
+}
+
 /// An HTTP request, ready for any transport. `Debug` never shows secrets.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
@@ -101,6 +107,13 @@ mod tests {
         assert!(!shown.contains("SECRET"), "{shown}");
         assert!(shown.contains("alt=sse&key=****"), "{shown}");
         assert!(shown.contains("2023-06-01"), "{shown}");
+    }
+
+    #[test]
+    fn f32_values_keep_their_short_decimal_form() {
+        assert_eq!(serde_json::json!(json_f32(0.2)).to_string(), "0.2");
+        assert_eq!(serde_json::json!(json_f32(1.0)).to_string(), "1.0");
+        assert_eq!(json_f32(-1.5), -1.5);
     }
 
     #[test]

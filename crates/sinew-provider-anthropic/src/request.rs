@@ -54,12 +54,7 @@ impl AnthropicConfig {
 /// Thinking budgets by level. The API refuses budgets under 1,024 tokens, so `Minimal` and `Low`
 /// (128 and 512 in the roadmap) ask for that floor.
 pub fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal | ThinkingLevel::Low => Some(1024),
-        ThinkingLevel::Medium => Some(2048),
-        ThinkingLevel::High => Some(8192),
-    }
+    level.token_budget().map(|budget| budget.max(1024))
 }
 
 /// The headers and JSON body of a streaming `/v1/messages` call.
@@ -269,10 +264,7 @@ fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<
         thinking: budget.map(|budget_tokens| Thinking { kind: "enabled", budget_tokens }),
         // The API rejects a temperature together with thinking. Through its shortest decimal
         // form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-        temperature: request
-            .temperature
-            .filter(|_| budget.is_none())
-            .map(|t| t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
+        temperature: request.temperature.filter(|_| budget.is_none()).map(sinew_http::json_f32),
     }
 }
 

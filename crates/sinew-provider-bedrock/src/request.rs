@@ -215,8 +215,7 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
     }
     let thinking = thinking_budget(request.model, request.thinking_level);
     if let (Some(t), None) = (request.temperature, thinking) {
-        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-        inference.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+        inference.insert("temperature".into(), json!(sinew_http::json_f32(t)));
     }
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
@@ -240,15 +239,8 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
 
 /// Claude models on Bedrock take Anthropic's thinking budget; others have no such field.
 fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
-    if !model.contains("anthropic.claude") {
-        return None;
-    }
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal | ThinkingLevel::Low => Some(1024),
-        ThinkingLevel::Medium => Some(2048),
-        ThinkingLevel::High => Some(8192),
-    }
+    // The Anthropic API's floor of 1,024 tokens applies.
+    if model.contains("anthropic.claude") { level.token_budget().map(|budget| budget.max(1024)) } else { None }
 }
 
 fn messages(history: &[&Message]) -> Vec<Value> {

@@ -79,8 +79,7 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
         generation.insert("maxOutputTokens".into(), max.into());
     }
     if let Some(t) = request.temperature {
-        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-        generation.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+        generation.insert("temperature".into(), json!(sinew_http::json_f32(t)));
     }
     if let Some(thinking) = thinking_config(request.model, request.thinking_level) {
         generation.insert("thinkingConfig".into(), thinking);

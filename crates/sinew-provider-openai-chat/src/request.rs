@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
-use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// The name of the output-token limit: OpenAI wants `max_completion_tokens` (and rejects
@@ -267,7 +267,7 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         MaxTokensField::MaxTokens => (request.max_tokens, None),
         MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
     };
-    let effort = effort(request.thinking_level);
+    let effort = request.thinking_level.effort();
     Body {
         model: request.model,
         messages: messages(config, request),
@@ -283,20 +283,9 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
             .collect(),
         max_tokens,
         max_completion_tokens,
-        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-        temperature: request.temperature.map(|t| t.to_string().parse::<f64>().unwrap_or(f64::from(t))),
+        temperature: request.temperature.map(sinew_http::json_f32),
         reasoning_effort: effort.filter(|_| config.reasoning == ReasoningParam::Effort),
         reasoning: effort.filter(|_| config.reasoning == ReasoningParam::OpenRouter).map(|e| json!({"effort": e})),
-    }
-}
-
-fn effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High => Some("high"),
     }
 }
 

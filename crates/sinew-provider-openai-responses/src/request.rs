@@ -5,7 +5,7 @@
 //! so reasoning models keep their chain of thought across tool calls.
 
 use serde_json::{Map, Value, json};
-use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// Where and how to call a Responses endpoint: OpenAI, Azure OpenAI, or a compatible server.
@@ -92,10 +92,9 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
         body.insert("max_output_tokens".into(), max.into());
     }
     if let Some(t) = request.temperature {
-        // Through its shortest decimal form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
-        body.insert("temperature".into(), json!(t.to_string().parse::<f64>().unwrap_or(f64::from(t))));
+        body.insert("temperature".into(), json!(sinew_http::json_f32(t)));
     }
-    if let Some(effort) = effort(request.thinking_level) {
+    if let Some(effort) = request.thinking_level.effort() {
         let mut reasoning = json!({"effort": effort});
         if let Some(summary) = &config.reasoning_summary {
             reasoning["summary"] = summary.as_str().into();
@@ -105,16 +104,6 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     }
     Value::Object(body)
-}
-
-fn effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High => Some("high"),
-    }
 }
 
 fn input(config: &ResponsesConfig, history: &[&Message]) -> Vec<Value> {

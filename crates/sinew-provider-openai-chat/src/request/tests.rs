@@ -1,4 +1,5 @@
 use serde_json::json;
+use sinew_core::ThinkingLevel;
 use sinew_testing::{round_trip_history, round_trip_tools};
 
 use super::*;
