@@ -11,6 +11,8 @@
 //!   [`SseHandler`].
 //! - [`stream_response`]: the thin transport of every provider: send, then feed the body to a
 //!   pure [`StreamDecoder`], with cancellation at every await.
+//! - [`HttpProvider`]: a provider crate's [`Protocol`] (configuration, builder, decoder) as a
+//!   `StreamProvider`.
 //! - [`HttpRequest`]: what the pure request builders produce; its `Debug` hides secrets.
 //!
 //! ```
@@ -32,6 +34,7 @@
 mod auth;
 mod client;
 mod message;
+mod provider;
 mod request;
 mod retry;
 pub mod sse;
@@ -40,6 +43,7 @@ mod stream;
 pub use auth::{Auth, url_with_query};
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
 pub use message::{SseHandler, SseMessageDecoder, excerpt};
+pub use provider::{HttpProvider, Protocol, env_var};
 pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, json_f32, redact_url};
 pub use retry::{default_retry, error_for_status, error_message, retry_after};
 pub use stream::{StreamDecoder, stream_response};

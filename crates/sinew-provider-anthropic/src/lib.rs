@@ -36,6 +36,6 @@ mod provider;
 mod request;
 
 pub use decode::{AnthropicDecoder, AnthropicEvents, PROVIDER_ID, decoder};
-pub use provider::AnthropicProvider;
+pub use provider::{Anthropic, AnthropicProvider};
 pub use request::{AnthropicAuth, AnthropicConfig, body, build_request, thinking_budget};
 pub use sinew_http::HttpRequest;

@@ -1,13 +1,10 @@
-//! The transport: [`AnthropicProvider`] joins the request builder and the decoder over
-//! `sinew-http`.
+//! The transport: [`AnthropicProvider`] is `sinew-http`'s [`HttpProvider`] over the
+//! [`Anthropic`] protocol.
 
-use std::sync::Arc;
+use sinew_core::{ProviderError, StreamRequest};
+use sinew_http::{HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
-use futures::stream::BoxStream;
-use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
-use sinew_http::{HttpClient, stream_response};
-
-use crate::decode::PROVIDER_ID;
+use crate::decode::{AnthropicEvents, PROVIDER_ID, decoder};
 use crate::request::{AnthropicAuth, AnthropicConfig, build_request};
 
 /// Claude over the Messages API.
@@ -20,24 +17,38 @@ use crate::request::{AnthropicAuth, AnthropicConfig, build_request};
 /// let provider = AnthropicProvider::from_env()?;
 /// # Ok::<(), sinew_core::ProviderError>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct AnthropicProvider {
-    config: Arc<AnthropicConfig>,
-    client: HttpClient,
-    retry: RetryConfig,
-}
+pub type AnthropicProvider = HttpProvider<Anthropic>;
 
-impl AnthropicProvider {
-    /// A provider with its own HTTP client and the default retries ([`sinew_http::default_retry`]).
-    pub fn new(config: AnthropicConfig) -> Self {
-        AnthropicProvider { config: Arc::new(config), client: HttpClient::new(), retry: sinew_http::default_retry() }
+/// The Anthropic Messages protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct Anthropic;
+
+impl Protocol for Anthropic {
+    type Config = AnthropicConfig;
+    type Decoder = SseMessageDecoder<AnthropicEvents>;
+
+    fn config_from_env() -> Result<AnthropicConfig, ProviderError> {
+        AnthropicConfig::from_env()
     }
 
-    /// Configuration from the environment: `ANTHROPIC_API_KEY`, or `ANTHROPIC_OAUTH_TOKEN` for a
-    /// Claude subscription; `ANTHROPIC_BASE_URL` if set; proxies from `HTTPS_PROXY`/`NO_PROXY`.
+    fn provider_id(_: &AnthropicConfig) -> &str {
+        PROVIDER_ID
+    }
+
+    fn request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
+        Ok(build_request(config, request))
+    }
+
+    fn decoder(_: &AnthropicConfig, model: &str) -> Self::Decoder {
+        decoder(model)
+    }
+}
+
+impl AnthropicConfig {
+    /// `ANTHROPIC_API_KEY`, or `ANTHROPIC_OAUTH_TOKEN` for a Claude subscription;
+    /// `ANTHROPIC_BASE_URL` if set.
     pub fn from_env() -> Result<Self, ProviderError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let auth = match (var("ANTHROPIC_API_KEY"), var("ANTHROPIC_OAUTH_TOKEN")) {
+        let auth = match (env_var("ANTHROPIC_API_KEY"), env_var("ANTHROPIC_OAUTH_TOKEN")) {
             (Some(key), _) => AnthropicAuth::ApiKey(key),
             (None, Some(token)) => AnthropicAuth::OAuth(token),
             (None, None) => {
@@ -46,36 +57,9 @@ impl AnthropicProvider {
         };
         let mut config = AnthropicConfig::new("");
         config.auth = auth;
-        if let Some(base_url) = var("ANTHROPIC_BASE_URL") {
+        if let Some(base_url) = env_var("ANTHROPIC_BASE_URL") {
             config.base_url = base_url;
         }
-        Ok(AnthropicProvider::new(config).with_client(HttpClient::from_env()))
-    }
-
-    /// Shares `client` (and its connection pool) with other providers.
-    pub fn with_client(mut self, client: HttpClient) -> Self {
-        self.client = client;
-        self
-    }
-
-    /// How failed requests are retried before the error reaches the caller.
-    pub fn with_retry(mut self, retry: RetryConfig) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
-}
-
-impl StreamProvider for AnthropicProvider {
-    fn provider_id(&self) -> &str {
-        PROVIDER_ID
-    }
-
-    fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
-        let http = build_request(&self.config, request);
-        stream_response(self.client.clone(), Ok(http), self.retry, crate::decoder(request.model), cancel)
+        Ok(config)
     }
 }

@@ -36,7 +36,7 @@ mod provider;
 mod request;
 
 pub use decode::{BedrockDecoder, PROVIDER_ID, decoder};
-pub use provider::BedrockProvider;
+pub use provider::{Bedrock, BedrockProvider};
 pub use request::{
     AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, Secret, body, build_request,
     sign_request,

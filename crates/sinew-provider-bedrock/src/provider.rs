@@ -1,14 +1,12 @@
-//! The transport: [`BedrockProvider`] joins the request builder and the decoder over
-//! `sinew-http`.
+//! The transport: [`BedrockProvider`] is `sinew-http`'s [`HttpProvider`] over the [`Bedrock`]
+//! protocol.
 
-use std::sync::Arc;
 use std::time::SystemTime;
 
-use futures::stream::BoxStream;
-use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
-use sinew_http::{HttpClient, stream_response};
+use sinew_core::{ProviderError, StreamRequest};
+use sinew_http::{HttpProvider, HttpRequest, Protocol, env_var};
 
-use crate::decode::{PROVIDER_ID, decoder};
+use crate::decode::{BedrockDecoder, PROVIDER_ID, decoder};
 use crate::request::{AwsCredentials, BedrockConfig, EnvCredentials, build_request};
 
 /// A model on AWS Bedrock, through ConverseStream.
@@ -22,63 +20,48 @@ use crate::request::{AwsCredentials, BedrockConfig, EnvCredentials, build_reques
 /// let provider = BedrockProvider::from_env()?;
 /// # Ok::<(), sinew_core::ProviderError>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct BedrockProvider {
-    config: Arc<BedrockConfig>,
-    client: HttpClient,
-    retry: RetryConfig,
-}
+pub type BedrockProvider = HttpProvider<Bedrock>;
 
-impl BedrockProvider {
-    /// A provider with its own HTTP client and the default retries ([`sinew_http::default_retry`]).
-    pub fn new(config: BedrockConfig) -> Self {
-        BedrockProvider { config: Arc::new(config), client: HttpClient::new(), retry: sinew_http::default_retry() }
+/// The ConverseStream protocol. Requests are signed when they are built, at the current time.
+#[derive(Clone, Copy, Debug)]
+pub struct Bedrock;
+
+impl Protocol for Bedrock {
+    type Config = BedrockConfig;
+    type Decoder = BedrockDecoder;
+
+    fn config_from_env() -> Result<BedrockConfig, ProviderError> {
+        BedrockConfig::from_env()
     }
 
-    /// Configuration from the environment: `AWS_REGION` (or `AWS_DEFAULT_REGION`); a Bedrock API
-    /// key in `AWS_BEARER_TOKEN_BEDROCK`, else SigV4 with `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`, read again at every request; proxies
-    /// from `HTTPS_PROXY`/`NO_PROXY`.
-    pub fn from_env() -> Result<Self, ProviderError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let region = var("AWS_REGION")
-            .or_else(|| var("AWS_DEFAULT_REGION"))
-            .ok_or_else(|| ProviderError::Other("set AWS_REGION".into()))?;
-        let config = match var("AWS_BEARER_TOKEN_BEDROCK") {
-            Some(key) => BedrockConfig::with_api_key(region, key),
-            None => {
-                // Fail now, not at the first request, when no credentials are set.
-                AwsCredentials::from_env()?;
-                BedrockConfig::new(region, EnvCredentials)
-            }
-        };
-        Ok(BedrockProvider::new(config).with_client(HttpClient::from_env()))
-    }
-
-    /// Shares `client` (and its connection pool) with other providers.
-    pub fn with_client(mut self, client: HttpClient) -> Self {
-        self.client = client;
-        self
-    }
-
-    /// How failed requests are retried before the error reaches the caller.
-    pub fn with_retry(mut self, retry: RetryConfig) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    pub fn config(&self) -> &BedrockConfig {
-        &self.config
-    }
-}
-
-impl StreamProvider for BedrockProvider {
-    fn provider_id(&self) -> &str {
+    fn provider_id(_: &BedrockConfig) -> &str {
         PROVIDER_ID
     }
 
-    fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
-        let http = build_request(&self.config, request, SystemTime::now());
-        stream_response(self.client.clone(), http, self.retry, decoder(request.model), cancel)
+    fn request(config: &BedrockConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
+        build_request(config, request, SystemTime::now())
+    }
+
+    fn decoder(_: &BedrockConfig, model: &str) -> BedrockDecoder {
+        decoder(model)
+    }
+}
+
+impl BedrockConfig {
+    /// `AWS_REGION` (or `AWS_DEFAULT_REGION`); a Bedrock API key in `AWS_BEARER_TOKEN_BEDROCK`,
+    /// else SigV4 with `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`,
+    /// read again at every request.
+    pub fn from_env() -> Result<Self, ProviderError> {
+        let region = env_var("AWS_REGION")
+            .or_else(|| env_var("AWS_DEFAULT_REGION"))
+            .ok_or_else(|| ProviderError::Other("set AWS_REGION".into()))?;
+        match env_var("AWS_BEARER_TOKEN_BEDROCK") {
+            Some(key) => Ok(BedrockConfig::with_api_key(region, key)),
+            None => {
+                // Fail now, not at the first request, when no credentials are set.
+                AwsCredentials::from_env()?;
+                Ok(BedrockConfig::new(region, EnvCredentials))
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, si
 use aws_sigv4::sign::v4;
 use serde_json::{Map, Value, json};
 use sinew_core::{AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel};
-use sinew_http::HttpRequest;
+use sinew_http::{HttpRequest, env_var};
 
 use crate::decode::PROVIDER_ID;
 
@@ -35,10 +35,9 @@ impl fmt::Debug for AwsCredentials {
 impl AwsCredentials {
     /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and, if set, `AWS_SESSION_TOKEN`.
     pub fn from_env() -> Result<Self, ProviderError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
+        match (env_var("AWS_ACCESS_KEY_ID"), env_var("AWS_SECRET_ACCESS_KEY")) {
             (Some(access_key_id), Some(secret_access_key)) => {
-                Ok(AwsCredentials { access_key_id, secret_access_key, session_token: var("AWS_SESSION_TOKEN") })
+                Ok(AwsCredentials { access_key_id, secret_access_key, session_token: env_var("AWS_SESSION_TOKEN") })
             }
             _ => Err(ProviderError::Auth(
                 "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary credentials), or AWS_BEARER_TOKEN_BEDROCK".into(),

@@ -34,6 +34,6 @@ mod provider;
 mod request;
 
 pub use decode::{GeminiDecoder, GeminiEvents, decoder};
-pub use provider::GeminiProvider;
+pub use provider::{Gemini, GeminiProvider};
 pub use request::{GeminiConfig, SKIP_SIGNATURE, body, build_request};
 pub use sinew_http::Auth;

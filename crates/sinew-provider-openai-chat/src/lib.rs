@@ -37,6 +37,6 @@ mod provider;
 mod request;
 
 pub use decode::{ChatEvents, OpenAiChatDecoder, decoder};
-pub use provider::OpenAiChatProvider;
+pub use provider::{OpenAiChat, OpenAiChatProvider};
 pub use request::{MaxTokensField, OpenAiChatConfig, ReasoningParam, SystemRole, body, build_request};
 pub use sinew_http::Auth;

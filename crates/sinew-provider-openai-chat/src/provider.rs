@@ -1,13 +1,10 @@
-//! The transport: [`OpenAiChatProvider`] joins the request builder and the decoder over
-//! `sinew-http`.
+//! The transport: [`OpenAiChatProvider`] is `sinew-http`'s [`HttpProvider`] over the
+//! [`OpenAiChat`] protocol.
 
-use std::sync::Arc;
+use sinew_core::{ProviderError, StreamRequest};
+use sinew_http::{Auth, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
-use futures::stream::BoxStream;
-use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
-use sinew_http::{Auth, HttpClient, stream_response};
-
-use crate::decode::decoder;
+use crate::decode::{ChatEvents, decoder};
 use crate::request::{OpenAiChatConfig, build_request};
 
 /// A model behind a Chat Completions endpoint: OpenAI or any compatible server.
@@ -21,69 +18,51 @@ use crate::request::{OpenAiChatConfig, build_request};
 /// let provider = OpenAiChatProvider::from_env()?;
 /// # Ok::<(), sinew_core::ProviderError>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct OpenAiChatProvider {
-    config: Arc<OpenAiChatConfig>,
-    client: HttpClient,
-    retry: RetryConfig,
-}
+pub type OpenAiChatProvider = HttpProvider<OpenAiChat>;
 
-impl OpenAiChatProvider {
-    /// A provider with its own HTTP client and the default retries ([`sinew_http::default_retry`]).
-    pub fn new(config: OpenAiChatConfig) -> Self {
-        OpenAiChatProvider { config: Arc::new(config), client: HttpClient::new(), retry: sinew_http::default_retry() }
+/// The Chat Completions protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct OpenAiChat;
+
+impl Protocol for OpenAiChat {
+    type Config = OpenAiChatConfig;
+    type Decoder = SseMessageDecoder<ChatEvents>;
+
+    fn config_from_env() -> Result<OpenAiChatConfig, ProviderError> {
+        OpenAiChatConfig::from_env()
     }
 
-    /// Configuration from the environment: `OPENAI_API_KEY`, and `OPENAI_BASE_URL` for any
-    /// compatible server (Ollama, vLLM, llama.cpp...; the key may then be unset); proxies from
-    /// `HTTPS_PROXY`/`NO_PROXY`.
+    fn provider_id(config: &OpenAiChatConfig) -> &str {
+        &config.provider_id
+    }
+
+    fn request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
+        Ok(build_request(config, request))
+    }
+
+    fn decoder(config: &OpenAiChatConfig, model: &str) -> Self::Decoder {
+        decoder(&config.provider_id, model)
+    }
+}
+
+impl OpenAiChatConfig {
+    /// `OPENAI_API_KEY`, and `OPENAI_BASE_URL` for any compatible server (Ollama, vLLM,
+    /// llama.cpp...; the key may then be unset).
     pub fn from_env() -> Result<Self, ProviderError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let config = match (var("OPENAI_API_KEY"), var("OPENAI_BASE_URL")) {
+        match (env_var("OPENAI_API_KEY"), env_var("OPENAI_BASE_URL")) {
             (key, Some(base_url)) if !base_url.contains("api.openai.com") => {
-                OpenAiChatConfig::compatible("openai-compatible", base_url, key.map_or(Auth::None, Auth::Bearer))
+                Ok(OpenAiChatConfig::compatible("openai-compatible", base_url, key.map_or(Auth::None, Auth::Bearer)))
             }
             (Some(key), base_url) => {
                 let mut config = OpenAiChatConfig::openai(key);
                 if let Some(base_url) = base_url {
                     config.base_url = base_url;
                 }
-                config
+                Ok(config)
             }
             (None, _) => {
-                return Err(ProviderError::Auth(
-                    "set OPENAI_API_KEY, or OPENAI_BASE_URL for a compatible server".into(),
-                ));
+                Err(ProviderError::Auth("set OPENAI_API_KEY, or OPENAI_BASE_URL for a compatible server".into()))
             }
-        };
-        Ok(OpenAiChatProvider::new(config).with_client(HttpClient::from_env()))
-    }
-
-    /// Shares `client` (and its connection pool) with other providers.
-    pub fn with_client(mut self, client: HttpClient) -> Self {
-        self.client = client;
-        self
-    }
-
-    /// How failed requests are retried before the error reaches the caller.
-    pub fn with_retry(mut self, retry: RetryConfig) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    pub fn config(&self) -> &OpenAiChatConfig {
-        &self.config
-    }
-}
-
-impl StreamProvider for OpenAiChatProvider {
-    fn provider_id(&self) -> &str {
-        &self.config.provider_id
-    }
-
-    fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
-        let http = build_request(&self.config, request);
-        let decoder = decoder(&self.config.provider_id, request.model);
-        stream_response(self.client.clone(), Ok(http), self.retry, decoder, cancel)
+        }
     }
 }

@@ -34,6 +34,6 @@ mod provider;
 mod request;
 
 pub use decode::{ResponsesDecoder, ResponsesEvents, decoder};
-pub use provider::ResponsesProvider;
+pub use provider::{OpenAiResponses, ResponsesProvider};
 pub use request::{ResponsesConfig, body, build_request};
 pub use sinew_http::Auth;

@@ -47,36 +47,36 @@ impl ProviderRegistry {
         ))]
         let client = sinew_http::HttpClient::from_env();
         #[cfg(feature = "anthropic")]
-        if let Ok(p) = sinew_provider_anthropic::AnthropicProvider::from_env() {
-            registry.register(p.with_client(client.clone()));
+        if let Ok(config) = sinew_provider_anthropic::AnthropicConfig::from_env() {
+            registry.register(sinew_provider_anthropic::AnthropicProvider::new(config).with_client(client.clone()));
         }
         #[cfg(feature = "openai")]
-        if let Ok(p) = sinew_provider_openai_chat::OpenAiChatProvider::from_env() {
-            registry.register(p.with_client(client.clone()));
+        if let Ok(config) = sinew_provider_openai_chat::OpenAiChatConfig::from_env() {
+            registry.register(sinew_provider_openai_chat::OpenAiChatProvider::new(config).with_client(client.clone()));
         }
         #[cfg(feature = "openai-responses")]
         {
+            use sinew_provider_openai_responses::{ResponsesConfig, ResponsesProvider};
             // A compatible server behind OPENAI_BASE_URL speaks Chat Completions, not Responses.
             let compatible = std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.contains("api.openai.com"));
-            if let (false, Ok(p)) = (compatible, sinew_provider_openai_responses::ResponsesProvider::from_env()) {
-                registry.register(p.with_client(client.clone()));
-            }
-            if let Ok(p) = sinew_provider_openai_responses::ResponsesProvider::azure_from_env() {
-                registry.register(p.with_client(client.clone()));
+            for config in [(!compatible).then(ResponsesConfig::from_env), Some(ResponsesConfig::azure_from_env())]
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                registry.register(ResponsesProvider::new(config).with_client(client.clone()));
             }
         }
         #[cfg(feature = "gemini")]
         {
-            if let Ok(p) = sinew_provider_gemini::GeminiProvider::from_env() {
-                registry.register(p.with_client(client.clone()));
-            }
-            if let Ok(p) = sinew_provider_gemini::GeminiProvider::vertex_from_env() {
-                registry.register(p.with_client(client.clone()));
+            use sinew_provider_gemini::{GeminiConfig, GeminiProvider};
+            for config in [GeminiConfig::from_env(), GeminiConfig::vertex_from_env()].into_iter().flatten() {
+                registry.register(GeminiProvider::new(config).with_client(client.clone()));
             }
         }
         #[cfg(feature = "bedrock")]
-        if let Ok(p) = sinew_provider_bedrock::BedrockProvider::from_env() {
-            registry.register(p.with_client(client.clone()));
+        if let Ok(config) = sinew_provider_bedrock::BedrockConfig::from_env() {
+            registry.register(sinew_provider_bedrock::BedrockProvider::new(config).with_client(client.clone()));
         }
         registry
     }

@@ -91,3 +91,23 @@ async fn an_exception_frame_mid_stream_ends_with_its_error_and_the_partial_text(
     );
     assert_eq!((partial.text().as_str(), partial.stop_reason), ("Hello, wor", StopReason::Error));
 }
+
+#[tokio::test]
+async fn a_request_that_cannot_be_signed_fails_without_reaching_the_server() {
+    #[derive(Debug)]
+    struct Expired;
+    impl sinew_provider_bedrock::CredentialsProvider for Expired {
+        fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+            Err(ProviderError::Auth("the SSO session has expired".into()))
+        }
+    }
+    let server = MockServer::scripted([tool_stream()]).await;
+    let mut config = BedrockConfig::new("us-east-1", Expired);
+    config.endpoint = server.url();
+    let (events, terminal) = transport::run(&BedrockProvider::new(config), CancellationToken::new()).await;
+    let (error, partial) = terminal.expect_err("no credentials, no call");
+    assert_eq!(error, ProviderError::Auth("the SSO session has expired".into()));
+    assert_eq!(partial.stop_reason, StopReason::Error);
+    assert!(events.is_empty(), "nothing but the error");
+    assert!(server.requests().is_empty(), "the server was never called");
+}

@@ -1,0 +1,115 @@
+//! [`HttpProvider`]: a wire protocol's pure halves (configuration, request builder, decoder) made
+//! a [`StreamProvider`] over the shared client. Each provider crate supplies a [`Protocol`].
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
+
+use crate::client::HttpClient;
+use crate::request::HttpRequest;
+use crate::retry::default_retry;
+use crate::stream::{StreamDecoder, stream_response};
+
+/// A wire protocol, as a provider crate defines it.
+pub trait Protocol: Send + Sync + 'static {
+    type Config: fmt::Debug + Send + Sync + 'static;
+    type Decoder: StreamDecoder;
+
+    /// The configuration the environment describes (what `from_env` uses).
+    fn config_from_env() -> Result<Self::Config, ProviderError>;
+
+    /// The id stamped on messages (see [`StreamProvider::provider_id`]).
+    fn provider_id(config: &Self::Config) -> &str;
+
+    /// The HTTP request of one call (pure, except for what the configuration asks, like a clock
+    /// for signatures).
+    fn request(config: &Self::Config, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError>;
+
+    /// A decoder for the response to a request for `model`.
+    fn decoder(config: &Self::Config, model: &str) -> Self::Decoder;
+}
+
+/// A model behind protocol `P`, called over an [`HttpClient`].
+pub struct HttpProvider<P: Protocol> {
+    config: Arc<P::Config>,
+    client: HttpClient,
+    retry: RetryConfig,
+    protocol: PhantomData<fn() -> P>,
+}
+
+impl<P: Protocol> HttpProvider<P> {
+    /// A provider with its own HTTP client and the default retries ([`default_retry`]).
+    pub fn new(config: P::Config) -> Self {
+        HttpProvider {
+            config: Arc::new(config),
+            client: HttpClient::new(),
+            retry: default_retry(),
+            protocol: PhantomData,
+        }
+    }
+
+    /// Configuration from the environment (see the protocol's configuration), and a client whose
+    /// proxies come from `HTTPS_PROXY`/`NO_PROXY`.
+    pub fn from_env() -> Result<Self, ProviderError> {
+        Ok(HttpProvider::new(P::config_from_env()?).with_client(HttpClient::from_env()))
+    }
+
+    /// Shares `client` (and its connection pool) with other providers.
+    #[must_use]
+    pub fn with_client(mut self, client: HttpClient) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// How failed requests are retried before the error reaches the caller.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryConfig) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    pub fn config(&self) -> &P::Config {
+        &self.config
+    }
+}
+
+impl<P: Protocol> Clone for HttpProvider<P> {
+    fn clone(&self) -> Self {
+        HttpProvider {
+            config: Arc::clone(&self.config),
+            client: self.client.clone(),
+            retry: self.retry,
+            protocol: PhantomData,
+        }
+    }
+}
+
+impl<P: Protocol> fmt::Debug for HttpProvider<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("config", &self.config)
+            .field("client", &self.client)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl<P: Protocol> StreamProvider for HttpProvider<P> {
+    fn provider_id(&self) -> &str {
+        P::provider_id(&self.config)
+    }
+
+    fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
+        let http = P::request(&self.config, request);
+        let decoder = P::decoder(&self.config, request.model);
+        stream_response(self.client.clone(), http, self.retry, decoder, cancel)
+    }
+}
+
+/// An environment variable, `None` when unset or blank.
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
