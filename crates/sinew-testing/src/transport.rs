@@ -161,3 +161,43 @@ pub async fn cancelled_mid_stream<P: StreamProvider>(
         other => panic!("expected a Cancelled error, got {other:?}"),
     }
 }
+
+/// The seven transport checks as `#[tokio::test]`s in the calling test crate (which needs tokio
+/// with `macros` and `rt`): its provider (`make`, a function of the base URL), a successful
+/// response (`ok`), the service's context-overflow body (`overflow`), and the beginning of a
+/// stream (`partial`) that streams `partial_text`. The happy path stays a test of its own, since
+/// what the request must look like differs per protocol.
+#[macro_export]
+macro_rules! transport_checks {
+    (provider: $make:path, ok: $ok:expr, overflow: $overflow:expr, partial: $partial:expr, partial_text: $text:expr $(,)?) => {
+        #[tokio::test]
+        async fn unauthorized_is_an_auth_error() {
+            $crate::transport::auth_failure($make).await;
+        }
+
+        #[tokio::test]
+        async fn rate_limits_are_retried() {
+            $crate::transport::rate_limit_retried($make, $ok).await;
+        }
+
+        #[tokio::test]
+        async fn server_errors_are_retried() {
+            $crate::transport::server_error_retried($make, $ok).await;
+        }
+
+        #[tokio::test]
+        async fn an_oversized_prompt_is_a_context_overflow() {
+            $crate::transport::context_overflow($make, $overflow).await;
+        }
+
+        #[tokio::test]
+        async fn a_cut_connection_keeps_the_partial_text() {
+            $crate::transport::dropped_mid_stream($make, $partial, $text).await;
+        }
+
+        #[tokio::test]
+        async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
+            $crate::transport::cancelled_mid_stream($make, $partial, $text).await;
+        }
+    };
+}

@@ -1,7 +1,9 @@
 use proptest::prelude::*;
 use serde_json::Value;
-use sinew_core::{AssistantMessage, Content, StopReason, StreamDelta, StreamEvent};
-use sinew_testing::{recorded_streams, split_at_points};
+use sinew_core::{Content, StopReason, StreamEvent};
+use sinew_testing::{
+    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, recorded_streams, stream_outcome, text_deltas,
+};
 
 /// Every recorded Anthropic stream with its expected result.
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
@@ -18,28 +20,15 @@ fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
     out
 }
 
-/// The final message, its timestamp zeroed (it records when decoding happened).
-fn final_message(name: &str, events: &[StreamEvent]) -> AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Done(message)) => AssistantMessage { timestamp: 0, ..message.clone() },
-        other => panic!("{name}: ended with {other:?}"),
-    }
-}
-
 #[test]
 fn every_recorded_stream_decodes_to_the_expected_message() {
     for (name, bytes, expected) in fixtures() {
         let events = decode(&[&bytes]);
-        let message = final_message(&name, &events);
+        let (message, error) = stream_outcome(&events);
+        assert_eq!(error, None, "{name}");
         let text: String = message.content.iter().filter_map(Content::as_text).collect();
         assert_eq!(text, expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed: String = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect();
+        let streamed = text_deltas(&events);
         assert_eq!(streamed, text, "{name}: the deltas add up to the text");
 
         let calls: Vec<Value> = message
@@ -107,12 +96,15 @@ proptest! {
     #[test]
     fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
         for (name, bytes, _) in fixtures() {
-            let whole = final_message(&name, &decode(&[&bytes]));
             let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            let chunks = split_at_points(&bytes, &points);
-            prop_assert_eq!(final_message(&name, &decode(&chunks)), whole.clone(), "{}", name);
-            let single: Vec<&[u8]> = bytes.chunks(1).collect();
-            prop_assert_eq!(final_message(&name, &decode(&single)), whole, "{}", name);
+            assert_chunking_changes_nothing(&name, &bytes, &points, |chunks| stream_outcome(&decode(chunks)));
         }
+    }
+}
+
+#[test]
+fn byte_by_byte_gives_the_same_message() {
+    for (name, bytes, _) in fixtures() {
+        assert_byte_by_byte_changes_nothing(&name, &bytes, |chunks| stream_outcome(&decode(chunks)));
     }
 }

@@ -36,33 +36,10 @@ async fn happy_path_with_parallel_tool_calls() {
     assert_eq!(body["system"][0]["text"], "You are terse.");
 }
 
-#[tokio::test]
-async fn unauthorized_is_an_auth_error() {
-    transport::auth_failure(provider).await;
-}
-
-#[tokio::test]
-async fn rate_limits_are_retried() {
-    transport::rate_limit_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn server_errors_are_retried() {
-    transport::server_error_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn prompt_too_long_is_a_context_overflow() {
-    let body = json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 215000 tokens > 200000 maximum"}});
-    transport::context_overflow(provider, body).await;
-}
-
-#[tokio::test]
-async fn a_cut_connection_keeps_the_partial_text() {
-    transport::dropped_mid_stream(provider, PARTIAL, "Hello, wor").await;
-}
-
-#[tokio::test]
-async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
-    transport::cancelled_mid_stream(provider, PARTIAL, "Hello, wor").await;
+sinew_testing::transport_checks! {
+    provider: provider,
+    ok: tool_stream(),
+    overflow: json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 215000 tokens > 200000 maximum"}}),
+    partial: PARTIAL,
+    partial_text: "Hello, wor",
 }

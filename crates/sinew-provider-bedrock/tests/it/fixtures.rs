@@ -1,10 +1,12 @@
 use proptest::prelude::*;
 use serde_json::Value;
-use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_core::{Content, ProviderError, StopReason, StreamEvent};
 use sinew_http::StreamDecoder;
 use sinew_provider_bedrock::decoder;
 use sinew_provider_bedrock::eventstream::{FrameDecoder, HeaderValue};
-use sinew_testing::{recorded_streams, split_at_points};
+use sinew_testing::{
+    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, recorded_streams, stream_outcome, text_deltas,
+};
 
 #[test]
 fn the_aws_codec_vectors_pass_or_fail_as_their_names_say() {
@@ -55,29 +57,17 @@ fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
     out
 }
 
-fn terminal(name: &str, events: &[StreamEvent]) -> AssistantMessage {
-    match events.last() {
-        Some(StreamEvent::Done(m)) => AssistantMessage { timestamp: 0, ..m.clone() },
-        other => panic!("{name}: ended with {other:?}"),
-    }
-}
-
 #[test]
 fn every_recorded_stream_decodes_to_the_expected_message() {
     for (name, bytes, expected) in fixtures() {
         let events = decode(&[&bytes]);
-        let message = terminal(&name, &events);
+        let (message, error) = stream_outcome(&events);
+        assert_eq!(error, None, "{name}");
         assert!(expected["exceptions"].as_array().unwrap().is_empty(), "{name}: fixture with exceptions needs a check");
 
         let text: String = message.content.iter().filter_map(Content::as_text).collect();
         assert_eq!(text, expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed: String = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect();
+        let streamed = text_deltas(&events);
         assert_eq!(streamed, text, "{name}: the deltas add up to the text");
 
         let calls: Vec<Value> = message
@@ -141,9 +131,8 @@ proptest! {
     #[test]
     fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
         for (name, bytes, _) in fixtures() {
-            let whole = terminal(&name, &decode(&[&bytes]));
             let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            prop_assert_eq!(&terminal(&name, &decode(&split_at_points(&bytes, &points))), &whole, "{}", name);
+            assert_chunking_changes_nothing(&name, &bytes, &points, |chunks| stream_outcome(&decode(chunks)));
         }
     }
 }
@@ -151,9 +140,7 @@ proptest! {
 #[test]
 fn byte_by_byte_gives_the_same_message() {
     for (name, bytes, _) in fixtures() {
-        let whole = terminal(&name, &decode(&[&bytes]));
-        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(terminal(&name, &decode(&chunks)), whole, "{name}");
+        assert_byte_by_byte_changes_nothing(&name, &bytes, |chunks| stream_outcome(&decode(chunks)));
     }
 }
 

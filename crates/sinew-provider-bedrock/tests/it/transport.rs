@@ -48,37 +48,6 @@ async fn happy_path_with_a_tool_call_and_a_signed_request() {
 }
 
 #[tokio::test]
-async fn unauthorized_is_an_auth_error() {
-    transport::auth_failure(provider).await;
-}
-
-#[tokio::test]
-async fn rate_limits_are_retried() {
-    transport::rate_limit_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn server_errors_are_retried() {
-    transport::server_error_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn input_too_long_is_a_context_overflow() {
-    let body = json!({"message": "Input is too long for requested model."});
-    transport::context_overflow(provider, body).await;
-}
-
-#[tokio::test]
-async fn a_cut_connection_keeps_the_partial_text() {
-    transport::dropped_mid_stream(provider, partial(), "Hello, wor").await;
-}
-
-#[tokio::test]
-async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
-    transport::cancelled_mid_stream(provider, partial(), "Hello, wor").await;
-}
-
-#[tokio::test]
 async fn an_exception_frame_mid_stream_ends_with_its_error_and_the_partial_text() {
     let mut bytes = partial();
     bytes.extend(exception_frame("throttlingException", "Too many tokens, please wait before trying again."));
@@ -110,4 +79,12 @@ async fn a_request_that_cannot_be_signed_fails_without_reaching_the_server() {
     assert_eq!(partial.stop_reason, StopReason::Error);
     assert!(events.is_empty(), "nothing but the error");
     assert!(server.requests().is_empty(), "the server was never called");
+}
+
+sinew_testing::transport_checks! {
+    provider: provider,
+    ok: tool_stream(),
+    overflow: json!({"message": "Input is too long for requested model."}),
+    partial: partial(),
+    partial_text: "Hello, wor",
 }

@@ -2,7 +2,9 @@ use proptest::prelude::*;
 use serde_json::Value;
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
 use sinew_provider_gemini::decoder;
-use sinew_testing::{recorded_streams, split_at_points};
+use sinew_testing::{
+    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, recorded_streams, stream_outcome, text_deltas,
+};
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
     recorded_streams("gemini", 11)
@@ -18,14 +20,9 @@ fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
     out
 }
 
-/// The final message with timestamp and generated ids zeroed (both differ per run).
+/// How the stream ended, generated id suffixes dropped (they are random).
 fn terminal(events: &[StreamEvent]) -> (AssistantMessage, Option<ProviderError>) {
-    let (mut message, error) = match events.last() {
-        Some(StreamEvent::Done(m)) => (m.clone(), None),
-        Some(StreamEvent::Error { error, partial }) => (partial.clone(), Some(error.clone())),
-        other => panic!("ended with {other:?}"),
-    };
-    message.timestamp = 0;
+    let (mut message, error) = stream_outcome(events);
     for content in &mut message.content {
         if let Content::ToolCall { id, .. } = content
             && id.starts_with("google-fc-")
@@ -45,13 +42,7 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
         assert!(expected["errors"].as_array().unwrap().is_empty(), "{name}: fixture with errors needs a check");
 
         assert_eq!(message.text(), expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed: String = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect();
+        let streamed = text_deltas(&events);
         assert_eq!(streamed, message.text(), "{name}: the deltas add up to the text");
         let thinking: String = message
             .content
@@ -139,9 +130,8 @@ proptest! {
     #[test]
     fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
         for (name, bytes, _) in fixtures() {
-            let whole = terminal(&decode(&[&bytes]));
             let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            prop_assert_eq!(&terminal(&decode(&split_at_points(&bytes, &points))), &whole, "{}", name);
+            assert_chunking_changes_nothing(&name, &bytes, &points, |chunks| terminal(&decode(chunks)));
         }
     }
 }
@@ -149,8 +139,6 @@ proptest! {
 #[test]
 fn byte_by_byte_gives_the_same_message() {
     for (name, bytes, _) in fixtures() {
-        let whole = terminal(&decode(&[&bytes]));
-        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(terminal(&decode(&chunks)), whole, "{name}");
+        assert_byte_by_byte_changes_nothing(&name, &bytes, |chunks| terminal(&decode(chunks)));
     }
 }

@@ -50,33 +50,10 @@ async fn vertex_uses_its_path_and_bearer_token() {
     assert_eq!(request.header("authorization"), Some("Bearer ya29.token"));
 }
 
-#[tokio::test]
-async fn unauthorized_is_an_auth_error() {
-    transport::auth_failure(provider).await;
-}
-
-#[tokio::test]
-async fn rate_limits_are_retried() {
-    transport::rate_limit_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn server_errors_are_retried() {
-    transport::server_error_retried(vertex, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn too_many_tokens_is_a_context_overflow() {
-    let body = json!({"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}});
-    transport::context_overflow(provider, body).await;
-}
-
-#[tokio::test]
-async fn a_cut_connection_keeps_the_partial_text() {
-    transport::dropped_mid_stream(provider, PARTIAL, "Hello, wor").await;
-}
-
-#[tokio::test]
-async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
-    transport::cancelled_mid_stream(provider, PARTIAL, "Hello, wor").await;
+sinew_testing::transport_checks! {
+    provider: provider,
+    ok: tool_stream(),
+    overflow: json!({"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}),
+    partial: PARTIAL,
+    partial_text: "Hello, wor",
 }

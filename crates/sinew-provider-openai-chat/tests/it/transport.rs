@@ -32,33 +32,10 @@ async fn happy_path_with_parallel_tool_calls() {
     assert_eq!(body["tools"][0]["function"]["name"], "echo");
 }
 
-#[tokio::test]
-async fn unauthorized_is_an_auth_error() {
-    transport::auth_failure(provider).await;
-}
-
-#[tokio::test]
-async fn rate_limits_are_retried() {
-    transport::rate_limit_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn server_errors_are_retried() {
-    transport::server_error_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn context_length_exceeded_is_a_context_overflow() {
-    let body = json!({"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
-    transport::context_overflow(provider, body).await;
-}
-
-#[tokio::test]
-async fn a_cut_connection_keeps_the_partial_text() {
-    transport::dropped_mid_stream(provider, PARTIAL, "Hello, wor").await;
-}
-
-#[tokio::test]
-async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
-    transport::cancelled_mid_stream(provider, PARTIAL, "Hello, wor").await;
+sinew_testing::transport_checks! {
+    provider: provider,
+    ok: tool_stream(),
+    overflow: json!({"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+    partial: PARTIAL,
+    partial_text: "Hello, wor",
 }

@@ -1,8 +1,10 @@
 use proptest::prelude::*;
 use serde_json::Value;
-use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_core::{Content, StopReason, StreamEvent};
 use sinew_provider_openai_responses::decoder;
-use sinew_testing::{recorded_streams, split_at_points};
+use sinew_testing::{
+    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, recorded_streams, stream_outcome, text_deltas,
+};
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
     recorded_streams("responses", 12)
@@ -18,30 +20,14 @@ fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
     out
 }
 
-fn terminal(events: &[StreamEvent]) -> (AssistantMessage, Option<ProviderError>) {
-    match events.last() {
-        Some(StreamEvent::Done(m)) => (AssistantMessage { timestamp: 0, ..m.clone() }, None),
-        Some(StreamEvent::Error { error, partial }) => {
-            (AssistantMessage { timestamp: 0, ..partial.clone() }, Some(error.clone()))
-        }
-        other => panic!("ended with {other:?}"),
-    }
-}
-
 #[test]
 fn every_recorded_stream_decodes_to_the_expected_message() {
     for (name, bytes, expected) in fixtures() {
         let events = decode(&[&bytes]);
-        let (message, error) = terminal(&events);
+        let (message, error) = stream_outcome(&events);
 
         assert_eq!(message.text(), expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed: String = events
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
-                _ => None,
-            })
-            .collect();
+        let streamed = text_deltas(&events);
         assert_eq!(streamed, message.text(), "{name}: the deltas add up to the text");
 
         let calls: Vec<Value> = message
@@ -133,9 +119,8 @@ proptest! {
     #[test]
     fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
         for (name, bytes, _) in fixtures() {
-            let whole = terminal(&decode(&[&bytes]));
             let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            prop_assert_eq!(&terminal(&decode(&split_at_points(&bytes, &points))), &whole, "{}", name);
+            assert_chunking_changes_nothing(&name, &bytes, &points, |chunks| stream_outcome(&decode(chunks)));
         }
     }
 }
@@ -143,8 +128,6 @@ proptest! {
 #[test]
 fn byte_by_byte_gives_the_same_message() {
     for (name, bytes, _) in fixtures() {
-        let whole = terminal(&decode(&[&bytes]));
-        let chunks: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(terminal(&decode(&chunks)), whole, "{name}");
+        assert_byte_by_byte_changes_nothing(&name, &bytes, |chunks| stream_outcome(&decode(chunks)));
     }
 }

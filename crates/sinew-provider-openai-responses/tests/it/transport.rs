@@ -47,33 +47,10 @@ async fn azure_uses_its_url_version_and_key_header() {
     assert_eq!(request.header("authorization"), None);
 }
 
-#[tokio::test]
-async fn unauthorized_is_an_auth_error() {
-    transport::auth_failure(provider).await;
-}
-
-#[tokio::test]
-async fn rate_limits_are_retried() {
-    transport::rate_limit_retried(provider, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn server_errors_are_retried() {
-    transport::server_error_retried(azure, tool_stream()).await;
-}
-
-#[tokio::test]
-async fn an_oversized_input_is_a_context_overflow() {
-    let body = json!({"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}});
-    transport::context_overflow(provider, body).await;
-}
-
-#[tokio::test]
-async fn a_cut_connection_keeps_the_partial_text() {
-    transport::dropped_mid_stream(provider, PARTIAL, "Hello, wor").await;
-}
-
-#[tokio::test]
-async fn cancellation_mid_stream_is_prompt_and_keeps_the_partial_text() {
-    transport::cancelled_mid_stream(provider, PARTIAL, "Hello, wor").await;
+sinew_testing::transport_checks! {
+    provider: provider,
+    ok: tool_stream(),
+    overflow: json!({"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}),
+    partial: PARTIAL,
+    partial_text: "Hello, wor",
 }
