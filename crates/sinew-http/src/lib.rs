@@ -42,7 +42,7 @@ mod stream;
 
 pub use auth::{Auth, url_with_query};
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
-pub use message::{SseHandler, SseMessageDecoder, excerpt};
+pub use message::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 pub use provider::{HttpProvider, Protocol, env_var};
 pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, json_f32, redact_url};
 pub use retry::{default_retry, error_for_status, error_message, retry_after};

@@ -1,7 +1,7 @@
 //! The part every SSE protocol's decoder shares: buffering server-sent events, ending exactly
 //! once, and turning failures into an error that keeps the partial message.
 
-use sinew_core::{AssistantMessage, ProviderError, StopReason, StreamEvent};
+use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
 
 use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::StreamDecoder;
@@ -120,10 +120,88 @@ impl<H: SseHandler> StreamDecoder for SseMessageDecoder<H> {
     }
 }
 
+/// Appends streamed text and thinking to a message: a delta extends the open block of its kind,
+/// or opens a new block (also after any other content); each delta is emitted as an event. For
+/// protocols without block indexes of their own (Chat Completions, Gemini).
+#[derive(Debug, Default)]
+pub struct TextBlocks {
+    /// Whether the open block is thinking, and its index.
+    open: Option<(bool, usize)>,
+}
+
+impl TextBlocks {
+    /// Appends `delta` as text; returns the block's index.
+    pub fn text(&mut self, message: &mut AssistantMessage, delta: String, out: &mut Vec<StreamEvent>) -> usize {
+        let index = self.block(message, false);
+        if let Some(Content::Text { text, .. }) = message.content.get_mut(index) {
+            text.push_str(&delta);
+        }
+        out.push(StreamEvent::Delta(StreamDelta::Text { index, delta }));
+        index
+    }
+
+    /// Appends `delta` as thinking; returns the block's index.
+    pub fn thinking(&mut self, message: &mut AssistantMessage, delta: String, out: &mut Vec<StreamEvent>) -> usize {
+        let index = self.block(message, true);
+        if let Some(Content::Thinking { thinking, .. }) = message.content.get_mut(index) {
+            thinking.push_str(&delta);
+        }
+        out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta }));
+        index
+    }
+
+    /// The index of the open block, if any.
+    pub fn open_index(&self) -> Option<usize> {
+        self.open.map(|(_, index)| index)
+    }
+
+    /// Closes the open block: the next delta opens a new one (call it when other content is
+    /// pushed).
+    pub fn close(&mut self) {
+        self.open = None;
+    }
+
+    fn block(&mut self, message: &mut AssistantMessage, thinking: bool) -> usize {
+        match self.open {
+            Some((kind, index)) if kind == thinking => index,
+            _ => {
+                let index = message.content.len();
+                message.content.push(if thinking {
+                    Content::Thinking { thinking: String::new(), signature: None, redacted: false, id: None }
+                } else {
+                    Content::text("")
+                });
+                self.open = Some((thinking, index));
+                index
+            }
+        }
+    }
+}
+
 /// `text` cut to its first 200 characters, for error messages that quote a payload.
 pub fn excerpt(text: &str) -> &str {
     match text.char_indices().nth(200) {
         Some((end, _)) => &text[..end],
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_extend_the_open_block_of_their_kind_until_it_closes() {
+        let (mut blocks, mut message, mut out) = (TextBlocks::default(), AssistantMessage::new("p", "m"), Vec::new());
+        assert_eq!(blocks.thinking(&mut message, "a".into(), &mut out), 0);
+        assert_eq!(blocks.thinking(&mut message, "b".into(), &mut out), 0);
+        assert_eq!(blocks.text(&mut message, "c".into(), &mut out), 1);
+        blocks.close();
+        assert_eq!(blocks.open_index(), None);
+        assert_eq!(blocks.text(&mut message, "d".into(), &mut out), 2, "a closed block is not extended");
+        assert_eq!(blocks.open_index(), Some(2));
+        assert!(matches!(&message.content[0], Content::Thinking { thinking, .. } if thinking == "ab"));
+        assert_eq!((message.content[1].as_text(), message.content[2].as_text()), (Some("c"), Some("d")));
+        assert!(matches!(&out[3], StreamEvent::Delta(StreamDelta::Text { index: 2, delta }) if delta == "d"));
     }
 }

@@ -13,7 +13,7 @@
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
 use sinew_http::sse::SseEvent;
-use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
+use sinew_http::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 
 /// Decodes one streamed response: feed it bytes as they arrive, then call `finish`.
 pub type GeminiDecoder = SseMessageDecoder<GeminiEvents>;
@@ -24,18 +24,12 @@ pub fn decoder(provider: &str, model: &str) -> GeminiDecoder {
     let id_prefix = if provider.contains("vertex") { "vertex-fc" } else { "google-fc" };
     SseMessageDecoder::new(GeminiEvents {
         message: AssistantMessage::new(provider, model),
-        open_block: None,
+        blocks: TextBlocks::default(),
         streaming_call: None,
         finish_reason: None,
         started: false,
         id_prefix,
     })
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Block {
-    Text,
-    Thinking,
 }
 
 /// A Vertex function call whose arguments are still streaming.
@@ -49,7 +43,7 @@ struct StreamingCall {
 #[derive(Debug)]
 pub struct GeminiEvents {
     message: AssistantMessage,
-    open_block: Option<(Block, usize)>,
+    blocks: TextBlocks,
     streaming_call: Option<StreamingCall>,
     finish_reason: Option<String>,
     started: bool,
@@ -152,55 +146,30 @@ impl GeminiEvents {
         if let Some(call) = part.get("functionCall") {
             self.function_call(call, signature, out);
         } else if let Some(text) = part["text"].as_str() {
-            let kind = if part["thought"] == true { Block::Thinking } else { Block::Text };
             if text.is_empty() {
                 // An empty part carrying a signature signs the block it follows.
-                if let (Some(signature), Some((_, index))) = (signature, self.open_block) {
+                if let (Some(signature), Some(index)) = (signature, self.blocks.open_index()) {
                     set_signature(&mut self.message.content[index], signature);
                 }
                 return;
             }
-            let index = self.block(kind);
-            match &mut self.message.content[index] {
-                Content::Text { text: buffer, .. } => {
-                    buffer.push_str(text);
-                    out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: text.to_owned() }));
-                }
-                Content::Thinking { thinking, .. } => {
-                    thinking.push_str(text);
-                    out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: text.to_owned() }));
-                }
-                _ => {}
-            }
+            let index = if part["thought"] == true {
+                self.blocks.thinking(&mut self.message, text.to_owned(), out)
+            } else {
+                self.blocks.text(&mut self.message, text.to_owned(), out)
+            };
             if let Some(signature) = signature {
                 set_signature(&mut self.message.content[index], signature);
             }
         } else if part.as_object().is_some_and(|o| !o.is_empty() && !o.keys().all(|k| k == "thoughtSignature")) {
             // Code execution, inline data and parts added later: kept whole, sent back as is.
-            self.open_block = None;
+            self.blocks.close();
             self.message.content.push(Content::Opaque { provider: self.message.provider.clone(), data: part.clone() });
         }
     }
 
-    fn block(&mut self, kind: Block) -> usize {
-        match self.open_block {
-            Some((open, index)) if open == kind => index,
-            _ => {
-                let index = self.message.content.len();
-                self.message.content.push(match kind {
-                    Block::Text => Content::text(""),
-                    Block::Thinking => {
-                        Content::Thinking { thinking: String::new(), signature: None, redacted: false, id: None }
-                    }
-                });
-                self.open_block = Some((kind, index));
-                index
-            }
-        }
-    }
-
     fn function_call(&mut self, call: &Value, signature: Option<String>, out: &mut Vec<StreamEvent>) {
-        self.open_block = None;
+        self.blocks.close();
         let name = call["name"].as_str();
         let partial_args = call["partialArgs"].as_array();
         let will_continue = call["willContinue"] == true;

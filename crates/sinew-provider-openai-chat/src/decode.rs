@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
 use sinew_http::sse::SseEvent;
-use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
+use sinew_http::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
@@ -99,12 +99,6 @@ struct XGroq {
     usage: Option<WireUsage>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Block {
-    Text,
-    Thinking,
-}
-
 /// A tool call being assembled.
 #[derive(Debug)]
 struct Call {
@@ -122,7 +116,7 @@ pub type OpenAiChatDecoder = SseMessageDecoder<ChatEvents>;
 pub fn decoder(provider: &str, model: &str) -> OpenAiChatDecoder {
     SseMessageDecoder::new(ChatEvents {
         message: AssistantMessage::new(provider, model),
-        open_block: None,
+        blocks: TextBlocks::default(),
         calls: Vec::new(),
         finish_reason: None,
         started: false,
@@ -133,8 +127,7 @@ pub fn decoder(provider: &str, model: &str) -> OpenAiChatDecoder {
 #[derive(Debug)]
 pub struct ChatEvents {
     message: AssistantMessage,
-    /// The text or thinking block deltas currently extend.
-    open_block: Option<(Block, usize)>,
+    blocks: TextBlocks,
     calls: Vec<Call>,
     finish_reason: Option<String>,
     started: bool,
@@ -212,40 +205,14 @@ impl ChatEvents {
     fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<StreamEvent>) {
         let reasoning = delta.reasoning_content.or(delta.reasoning);
         if let Some(piece) = reasoning.filter(|r| !r.is_empty()) {
-            let index = self.block(Block::Thinking);
-            if let Some(Content::Thinking { thinking, .. }) = self.message.content.get_mut(index) {
-                thinking.push_str(&piece);
-            }
-            out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: piece.into_owned() }));
+            self.blocks.thinking(&mut self.message, piece.into_owned(), out);
         }
         // A refusal is what the user gets to read: it becomes text.
         for piece in [delta.content, delta.refusal].into_iter().flatten().filter(|p| !p.is_empty()) {
-            let index = self.block(Block::Text);
-            if let Some(Content::Text { text, .. }) = self.message.content.get_mut(index) {
-                text.push_str(&piece);
-            }
-            out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: piece.into_owned() }));
+            self.blocks.text(&mut self.message, piece.into_owned(), out);
         }
         for call in delta.tool_calls.into_iter().flatten() {
             self.tool_call(call, out);
-        }
-    }
-
-    /// The content index of the open block of `kind`, opening one if needed.
-    fn block(&mut self, kind: Block) -> usize {
-        match self.open_block {
-            Some((open, index)) if open == kind => index,
-            _ => {
-                let index = self.message.content.len();
-                self.message.content.push(match kind {
-                    Block::Text => Content::text(""),
-                    Block::Thinking => {
-                        Content::Thinking { thinking: String::new(), signature: None, redacted: false, id: None }
-                    }
-                });
-                self.open_block = Some((kind, index));
-                index
-            }
         }
     }
 
@@ -264,7 +231,7 @@ impl ChatEvents {
         let position = match self.calls.iter().position(|c| c.wire_index == wire_index) {
             Some(position) => position,
             None => {
-                self.open_block = None;
+                self.blocks.close();
                 let content_index = self.message.content.len();
                 self.message.content.push(Content::tool_call("", "", Value::Null));
                 self.calls.push(Call { wire_index, content_index, arguments: String::new() });
