@@ -45,6 +45,11 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
 /// The generated source, formatted with the workspace's rustfmt settings.
 pub(crate) fn generate(root: &Path) -> Result<String> {
     let text = std::fs::read_to_string(root.join(DATA)).with_context(|| format!("cannot read {DATA}"))?;
+    rustfmt(root, &render(&text)?)
+}
+
+/// The catalog source for the TOML `text`, checked field by field (unformatted).
+fn render(text: &str) -> Result<String> {
     let table: toml::Table = text.parse().with_context(|| format!("{DATA} is not valid TOML"))?;
     let models = table.get("model").and_then(toml::Value::as_array).context("no [[model]] entries")?;
     let mut out = String::from(
@@ -102,7 +107,7 @@ pub(crate) fn generate(root: &Path) -> Result<String> {
         )?;
     }
     out.push_str("];\n");
-    rustfmt(root, &out)
+    Ok(out)
 }
 
 fn rustfmt(root: &Path, source: &str) -> Result<String> {
@@ -124,6 +129,41 @@ fn rustfmt(root: &Path, source: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
+
+    const GOOD: &str = r#"
+[[model]]
+id = "m"
+protocol = "p"
+context_window = 10
+max_output_tokens = 5
+reasoning = false
+input = 1
+output = 2.5
+source = "https://example.com"
+as_of = "2025-10"
+"#;
+
+    #[test]
+    fn entries_are_checked_field_by_field() {
+        let rendered = super::render(GOOD).unwrap();
+        assert!(
+            rendered.contains(r#"id: "m""#) && rendered.contains("input: 1.0") && rendered.contains("cache_read: 0.0")
+        );
+        let cases = [
+            (GOOD.replace("reasoning = false", "reasoning = false\ncolour = \"red\""), "unknown field `colour`"),
+            (format!("{GOOD}{GOOD}"), "listed twice"),
+            (GOOD.replace("output = 2.5\n", ""), "`output` must be a price"),
+            (GOOD.replace("input = 1", "input = -1"), "`input` must be a price"),
+            (GOOD.replace("context_window = 10", "context_window = 0"), "`context_window` must be a positive integer"),
+            (GOOD.replace("reasoning = false", "reasoning = \"no\""), "`reasoning` must be true or false"),
+            ("[[model]\n".to_owned(), "not valid TOML"),
+            ("x = 1\n".to_owned(), "no [[model]] entries"),
+        ];
+        for (text, want) in cases {
+            let error = format!("{:#}", super::render(&text).unwrap_err());
+            assert!(error.contains(want), "{want}: {error}");
+        }
+    }
 
     #[test]
     fn the_generated_catalog_is_up_to_date() {

@@ -23,8 +23,9 @@ use serde_json::{Value, json};
 use sinew::anthropic::{AnthropicConfig, AnthropicProvider};
 use sinew::http::HttpClient;
 use sinew::openai::{Auth, OpenAiChatConfig, OpenAiChatProvider};
+use sinew::testing::FnTool;
 use sinew::testing::mockllm::expected_text;
-use sinew::{Agent, AgentTool, RetryConfig, StreamProvider, ToolContext, ToolError, ToolResult};
+use sinew::{Agent, RetryConfig, StreamProvider, ToolResult};
 
 #[derive(Debug)]
 struct Options {
@@ -79,27 +80,13 @@ fn fail(message: &str) -> ! {
 }
 
 /// `echo`, counting its calls.
-#[derive(Debug)]
-struct CountingEcho(Arc<AtomicUsize>);
-
-#[async_trait::async_trait]
-impl AgentTool for CountingEcho {
-    fn name(&self) -> &str {
-        "echo"
-    }
-
-    fn description(&self) -> &str {
-        "Returns the given text."
-    }
-
-    fn parameters_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
-    }
-
-    async fn execute(&self, arguments: Value, _: ToolContext) -> Result<ToolResult, ToolError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(ToolResult::text(arguments["text"].as_str().unwrap_or_default()))
-    }
+fn counting_echo(calls: Arc<AtomicUsize>) -> FnTool {
+    FnTool::new("echo", move |arguments: Value, _| {
+        calls.fetch_add(1, Ordering::Relaxed);
+        async move { Ok(ToolResult::text(arguments["text"].as_str().unwrap_or_default())) }
+    })
+    .with_description("Returns the given text.")
+    .with_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
 }
 
 /// User + system CPU seconds of this process so far (all threads).
@@ -159,7 +146,7 @@ fn provider(options: &Options, base_url: &str, client: &HttpClient) -> Arc<dyn S
 
 /// One agent's turns; returns the number of final texts that were right.
 async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, calls: Arc<AtomicUsize>) -> usize {
-    let mut agent = Agent::with_provider_arc(provider, "mock-1").with_tool(CountingEcho(calls));
+    let mut agent = Agent::with_provider_arc(provider, "mock-1").with_tool(counting_echo(calls));
     let expected = expected_text(options.tokens);
     let mut right = 0;
     for turn in 0..options.turns {

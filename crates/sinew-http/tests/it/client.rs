@@ -124,6 +124,15 @@ async fn client_errors_are_mapped_and_not_retried() {
 }
 
 #[tokio::test]
+async fn a_request_that_is_not_valid_http_is_refused_before_sending() {
+    let server = MockServer::start(|_| ServedResponse::sse("x")).await;
+    let bad = request(&server).header("x-bad", "line\nbreak");
+    let error = HttpClient::new().send(&bad, &quick(3), &CancellationToken::new()).await.unwrap_err();
+    assert!(matches!(&error, ProviderError::Other(m) if m.starts_with("invalid request")), "{error:?}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
 async fn refused_connections_are_network_errors() {
     let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
     let request = HttpRequest::post_json(format!("http://127.0.0.1:{port}/"), "{}");

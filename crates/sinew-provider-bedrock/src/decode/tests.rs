@@ -54,6 +54,25 @@ fn exceptions_map_by_type() {
     assert!(matches!(events.last(), Some(StreamEvent::Error { error, .. }) if error.to_string().contains("guardrail")));
 }
 
+#[test]
+fn error_frames_end_the_stream_with_their_code_and_message() {
+    let frame = encode(
+        &[
+            (":message-type", HeaderValue::String("error".into())),
+            (":error-code", HeaderValue::String("InternalFailure".into())),
+            (":error-message", HeaderValue::String("something broke".into())),
+        ],
+        b"",
+    );
+    let bytes =
+        [event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": {"text": "so far"}})), frame]
+            .concat();
+    let events = decode(&bytes);
+    let Some(StreamEvent::Error { error, partial }) = events.last() else { panic!("{events:?}") };
+    assert_eq!(error, &ProviderError::Api { status: None, message: "something broke [InternalFailure]".into() });
+    assert_eq!(partial.text(), "so far");
+}
+
 proptest! {
     /// Frames with valid CRCs around arbitrary headers and payloads: errors, never panics.
     #[test]

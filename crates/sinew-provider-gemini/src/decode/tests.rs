@@ -105,6 +105,10 @@ fn finish_reasons_and_errors() {
         events.last(),
         Some(StreamEvent::Error { error: ProviderError::Unavailable { status: 503, .. }, .. })
     ));
+    let events = decode(&[json!({"error": {"code": 7, "message": "odd failure"}})]);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error: ProviderError::Api { status: None, message }, .. }) if message.contains("odd failure"))
+    );
     let events = decode(&[json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}})]);
     assert!(
         matches!(events.last(), Some(StreamEvent::Error { error, .. }) if error.to_string().contains("PROHIBITED_CONTENT"))

@@ -79,3 +79,13 @@ async fn binary_files_cancellation_and_escapes() {
     assert!(matches!(&error, ToolError::Failed(m) if m.contains("outside the workspace")));
     assert_eq!(std::fs::read(dir.path().join("f.rs")).unwrap(), b"\x00\x01binary");
 }
+
+#[tokio::test]
+async fn non_utf8_files_and_empty_old_text_are_refused() {
+    let (dir, tool) = setup(b"caf\xe9\n");
+    let error = tool.execute(json!({"path": "f.rs", "old_text": "caf", "new_text": "x"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("not UTF-8")), "{error:?}");
+    let error = tool.execute(json!({"path": "f.rs", "old_text": "", "new_text": "x"}), ctx()).await.unwrap_err();
+    assert!(matches!(error, ToolError::InvalidArgs(_)));
+    assert_eq!(std::fs::read(dir.path().join("f.rs")).unwrap(), b"caf\xe9\n");
+}

@@ -75,6 +75,9 @@ async fn cancellation_comes_before_any_file_access_and_escapes_are_refused() {
     assert!(matches!(&error, ToolError::Failed(m) if m.contains("outside the workspace")), "{error:?}");
     let error = tool.execute(json!({"path": "missing.txt"}), ctx()).await.unwrap_err();
     assert!(matches!(&error, ToolError::Failed(m) if m.contains("cannot read missing.txt")), "{error:?}");
+    std::fs::create_dir(_dir.path().join("sub")).unwrap();
+    let error = tool.execute(json!({"path": "sub"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("is a directory")), "{error:?}");
     let error = tool.execute(json!({"offset": 1}), ctx()).await.unwrap_err();
     assert!(matches!(error, ToolError::InvalidArgs(_)));
 }

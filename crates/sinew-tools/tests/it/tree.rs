@@ -77,6 +77,8 @@ async fn listing_filters_by_glob_and_depth() {
     assert_eq!(top, ".gitignore\nREADME.md\nblob.bin");
     assert!(matches!(tool.execute(json!({"pattern": "["}), ctx()).await, Err(ToolError::InvalidArgs(_))));
     assert!(matches!(tool.execute(json!({"path": "../.."}), ctx()).await, Err(ToolError::Failed(_))));
+    let error = tool.execute(json!({"path": "README.md"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("not a directory")), "{error:?}");
 }
 
 #[tokio::test]

@@ -47,6 +47,9 @@ async fn cancellation_prevents_the_write_and_escapes_are_refused() {
     assert!(!dir.path().join("x.txt").exists(), "REQ-104: nothing written");
     let error = tool.execute(json!({"path": "../x.txt", "content": "x"}), ctx()).await.unwrap_err();
     assert!(matches!(&error, ToolError::Failed(m) if m.contains("outside the workspace")));
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let error = tool.execute(json!({"path": "sub", "content": "x"}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(m) if m.contains("is a directory")), "{error:?}");
     let error = tool.execute(json!({"path": "x.txt"}), ctx()).await.unwrap_err();
     assert!(matches!(error, ToolError::InvalidArgs(_)));
 }
