@@ -52,3 +52,33 @@ pub fn assert_byte_by_byte_changes_nothing<T: PartialEq + Debug>(
     let single: Vec<&[u8]> = bytes.chunks(1).collect();
     assert_eq!(decode(&single), whole, "{name}: byte by byte");
 }
+
+/// Two tests in the calling crate (which needs `proptest` as a dev-dependency): every stream of
+/// `fixtures` (a function returning `(name, bytes, _)`s) decodes to the same `outcome` (a
+/// function of the chunks) whole and cut at 64 sets of random points, and whole and byte by
+/// byte.
+#[macro_export]
+macro_rules! chunking_checks {
+    (fixtures: $fixtures:path, outcome: $outcome:expr $(,)?) => {
+        proptest::proptest! {
+            #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+            #[test]
+            fn any_chunking_gives_the_same_message(
+                cuts in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 1..12)
+            ) {
+                for (name, bytes, _) in $fixtures() {
+                    let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+                    $crate::assert_chunking_changes_nothing(&name, &bytes, &points, $outcome);
+                }
+            }
+        }
+
+        #[test]
+        fn byte_by_byte_gives_the_same_message() {
+            for (name, bytes, _) in $fixtures() {
+                $crate::assert_byte_by_byte_changes_nothing(&name, &bytes, $outcome);
+            }
+        }
+    };
+}

@@ -1,12 +1,9 @@
-use proptest::prelude::*;
 use serde_json::Value;
 use sinew_core::{Content, ProviderError, StopReason, StreamEvent};
 use sinew_http::StreamDecoder;
 use sinew_provider_bedrock::decoder;
 use sinew_provider_bedrock::eventstream::{FrameDecoder, HeaderValue};
-use sinew_testing::{
-    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, recorded_streams, stream_outcome, text_deltas,
-};
+use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
 
 #[test]
 fn the_aws_codec_vectors_pass_or_fail_as_their_names_say() {
@@ -125,23 +122,9 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-
-    #[test]
-    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
-        for (name, bytes, _) in fixtures() {
-            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            assert_chunking_changes_nothing(&name, &bytes, &points, |chunks| stream_outcome(&decode(chunks)));
-        }
-    }
-}
-
-#[test]
-fn byte_by_byte_gives_the_same_message() {
-    for (name, bytes, _) in fixtures() {
-        assert_byte_by_byte_changes_nothing(&name, &bytes, |chunks| stream_outcome(&decode(chunks)));
-    }
+sinew_testing::chunking_checks! {
+    fixtures: fixtures,
+    outcome: |chunks| stream_outcome(&decode(chunks)),
 }
 
 #[test]

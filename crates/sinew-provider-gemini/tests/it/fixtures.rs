@@ -1,10 +1,7 @@
-use proptest::prelude::*;
 use serde_json::Value;
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
 use sinew_provider_gemini::decoder;
-use sinew_testing::{
-    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, recorded_streams, stream_outcome, text_deltas,
-};
+use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
     recorded_streams("gemini", 11)
@@ -124,21 +121,7 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-
-    #[test]
-    fn any_chunking_gives_the_same_message(cuts in proptest::collection::vec(any::<prop::sample::Index>(), 1..12)) {
-        for (name, bytes, _) in fixtures() {
-            let points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
-            assert_chunking_changes_nothing(&name, &bytes, &points, |chunks| terminal(&decode(chunks)));
-        }
-    }
-}
-
-#[test]
-fn byte_by_byte_gives_the_same_message() {
-    for (name, bytes, _) in fixtures() {
-        assert_byte_by_byte_changes_nothing(&name, &bytes, |chunks| terminal(&decode(chunks)));
-    }
+sinew_testing::chunking_checks! {
+    fixtures: fixtures,
+    outcome: |chunks| terminal(&decode(chunks)),
 }
