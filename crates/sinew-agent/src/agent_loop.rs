@@ -6,11 +6,13 @@
 //! message with tool calls enters the history only together with one result per call. Calls that
 //! never ran get an error result saying why.
 
+use std::borrow::Cow;
 use std::mem;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
+use sinew_compaction::{ContextTracker, TieredCompaction, total_tokens};
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
     ExecutionTracker, FilterResult, Message, PendingKind, ProviderError, StopReason, StreamEvent, StreamRequest,
@@ -162,6 +164,10 @@ pub(crate) async fn run(
         suspension: None,
         overflow_recovered: false,
         force_compaction: false,
+        context_size: config
+            .context_config
+            .as_ref()
+            .map_or_else(ContextTracker::default, |c| ContextTracker::new(Arc::clone(&c.token_counter))),
     };
 
     if let Some(before_loop) = &config.hooks.before_loop
@@ -231,6 +237,8 @@ struct Run<'a> {
     suspension: Option<Suspension>,
     overflow_recovered: bool,
     force_compaction: bool,
+    /// The context's size as the provider reports it.
+    context_size: ContextTracker,
 }
 
 impl Run<'_> {
@@ -287,8 +295,12 @@ impl Run<'_> {
     }
 
     fn append(&mut self, context: &mut AgentContext, message: AgentMessage) {
+        let reported = message.as_assistant().is_some();
         context.messages.push(message.clone());
         self.new_messages.push(message);
+        if reported {
+            self.context_size.record(&context.messages, context.messages.len() - 1);
+        }
     }
 
     fn emit_message(&self, message: &AgentMessage) {
@@ -465,7 +477,7 @@ impl Run<'_> {
         if aborted {
             return Some(EndReason::Aborted);
         }
-        let can_compact = self.config.context_config.is_some() && self.config.compaction_strategy.is_some();
+        let can_compact = self.config.context_config.is_some();
         if overflow && can_compact && !self.overflow_recovered && !self.cancel.is_cancelled() {
             tracing::warn!(error = %error, "context overflow; compacting before the next turn");
             // Compact and ask again; the failed message stays in the history (request builders
@@ -563,28 +575,43 @@ impl Run<'_> {
         message
     }
 
+    /// Runs the compaction strategy (the tiered cascade unless configured otherwise) when a
+    /// context configuration is set.
     async fn compact(&mut self, context: &mut AgentContext) {
-        let (Some(context_config), Some(strategy)) = (&self.config.context_config, &self.config.compaction_strategy)
-        else {
-            return;
-        };
-        let mut budget = context_config.clone();
+        let Some(context_config) = &self.config.context_config else { return };
+        let strategy = self.config.compaction_strategy.as_deref().unwrap_or(&TieredCompaction);
+        let counter = &*context_config.token_counter;
+        let history_budget = context_config.history_budget();
+        let mut budget = Cow::Borrowed(context_config);
         if mem::take(&mut self.force_compaction) {
-            // The provider said the prompt overflowed although our estimate may disagree: aim for
-            // three quarters of what was sent.
-            let counter = &budget.token_counter;
-            let estimate: usize = context
-                .messages
-                .iter()
-                .filter_map(AgentMessage::as_llm)
-                .flat_map(Message::content)
-                .filter_map(sinew_core::Content::as_text)
-                .map(|text| counter.count(text))
-                .sum();
-            budget.max_context_tokens = budget.max_context_tokens.min(estimate * 3 / 4 + budget.system_prompt_tokens);
+            // The provider said the prompt overflowed, whatever our estimate says: aim for three
+            // quarters of what was sent.
+            let estimate = total_tokens(&context.messages, counter);
+            budget.to_mut().max_context_tokens =
+                (estimate * 3 / 4 + context_config.system_prompt_tokens).min(context_config.max_context_tokens);
+        } else {
+            let reported = self.context_size.current_tokens(&context.messages);
+            if reported > history_budget {
+                // The provider counts more than our estimate: shrink the budget by the same ratio,
+                // so the strategy, which estimates, still brings the real size under the budget.
+                let estimate = total_tokens(&context.messages, counter);
+                if estimate < reported {
+                    budget.to_mut().max_context_tokens =
+                        history_budget * estimate / reported + context_config.system_prompt_tokens;
+                }
+            }
         }
-        // Compact a copy: if the run is dropped while the strategy works, the history is intact.
-        context.messages = strategy.compact(context.messages.clone(), &budget).await;
+        // The strategy borrows the history: if the run is dropped meanwhile, the history is intact.
+        let Some(compacted) = strategy.compact(&context.messages, &budget).await else { return };
+        let event = AgentEvent::ContextCompacted {
+            loop_id: self.emitter.loop_id(),
+            messages_before: context.messages.len(),
+            messages_after: compacted.len(),
+            tokens_before: total_tokens(&context.messages, counter),
+            tokens_after: total_tokens(&compacted, counter),
+        };
+        context.messages = compacted;
+        self.emitter.emit(event);
     }
 
     /// One model call, with retries for transient failures before anything was streamed.

@@ -145,8 +145,9 @@ pub struct AgentLoopConfig {
     pub cache_config: CacheConfig,
     /// The middle segment of loop ids; derived from provider and model when `None`.
     pub config_id: Option<String>,
-    /// Compaction runs before each model call when both this and `compaction_strategy` are set.
+    /// Compaction runs before each model call when this is set (the default); `None` disables it.
     pub context_config: Option<ContextConfig>,
+    /// The compaction strategy; `None` means `sinew_compaction::TieredCompaction`.
     pub compaction_strategy: Option<Arc<dyn CompactionStrategy>>,
     pub execution_limits: Option<ExecutionLimits>,
     pub tool_execution: ToolExecution,

@@ -6,12 +6,19 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde_json::Value;
 
 use crate::message::AgentMessage;
 
 /// Counts tokens of text. The default is [`HeuristicTokenCounter`].
 pub trait TokenCounter: Send + Sync {
+    /// The tokens of `text`.
     fn count(&self, text: &str) -> usize;
+
+    /// The tokens of `value` serialized as compact JSON (tool-call arguments, opaque blocks).
+    fn count_json(&self, value: &Value) -> usize {
+        self.count(&value.to_string())
+    }
 }
 
 /// `ceil(bytes / 4)`: cheap, and close enough for budgeting.
@@ -22,6 +29,28 @@ impl TokenCounter for HeuristicTokenCounter {
     fn count(&self, text: &str) -> usize {
         estimate_tokens(text)
     }
+
+    /// Measures the JSON without building the string.
+    fn count_json(&self, value: &Value) -> usize {
+        let mut bytes = ByteCount(0);
+        // Writing to a counter cannot fail, and a `Value` always serializes.
+        let _ = serde_json::to_writer(&mut bytes, value);
+        bytes.0.div_ceil(4)
+    }
+}
+
+/// An `io::Write` that only counts.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `ceil(bytes / 4)`.
@@ -30,6 +59,9 @@ pub fn estimate_tokens(text: &str) -> usize {
 }
 
 /// How much history to keep when compacting.
+///
+/// The history's budget is `max_context_tokens - system_prompt_tokens`
+/// ([`ContextConfig::history_budget`]).
 #[derive(Clone)]
 pub struct ContextConfig {
     pub max_context_tokens: usize,
@@ -53,6 +85,13 @@ impl Default for ContextConfig {
     }
 }
 
+impl ContextConfig {
+    /// The tokens the history may take: the context window less the system prompt's share.
+    pub fn history_budget(&self) -> usize {
+        self.max_context_tokens.saturating_sub(self.system_prompt_tokens)
+    }
+}
+
 impl fmt::Debug for ContextConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContextConfig")
@@ -67,11 +106,14 @@ impl fmt::Debug for ContextConfig {
 
 /// Shrinks a history to fit a context budget.
 ///
-/// Implementations must keep the history valid: never separate an assistant tool call from its
-/// tool result, never drop the first user message.
+/// The agent loop calls it before every model call. Implementations must keep the history valid:
+/// never separate an assistant tool call from its tool results, never drop the first user
+/// message.
 #[async_trait]
 pub trait CompactionStrategy: Send + Sync {
-    async fn compact(&self, messages: Vec<AgentMessage>, config: &ContextConfig) -> Vec<AgentMessage>;
+    /// The compacted history, or `None` to keep `messages` as they are (the common case, which
+    /// then costs no copy).
+    async fn compact(&self, messages: &[AgentMessage], config: &ContextConfig) -> Option<Vec<AgentMessage>>;
 }
 
 #[cfg(test)]
@@ -84,6 +126,21 @@ mod tests {
         assert_eq!(estimate_tokens("hello"), 2);
         assert_eq!(estimate_tokens("four"), 1);
         assert_eq!(HeuristicTokenCounter.count("€"), 1);
+    }
+
+    #[test]
+    fn heuristic_counts_json_as_its_serialization() {
+        let value = serde_json::json!({"path": "src/main.rs", "lines": [1, 2, 3], "note": "é\n"});
+        let text = value.to_string();
+        assert_eq!(HeuristicTokenCounter.count_json(&value), estimate_tokens(&text));
+    }
+
+    #[test]
+    fn history_budget_leaves_room_for_the_system_prompt() {
+        let config = ContextConfig { max_context_tokens: 1_000, system_prompt_tokens: 300, ..ContextConfig::default() };
+        assert_eq!(config.history_budget(), 700);
+        let tiny = ContextConfig { max_context_tokens: 100, ..ContextConfig::default() };
+        assert_eq!(tiny.history_budget(), 0);
     }
 
     #[test]

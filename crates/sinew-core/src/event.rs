@@ -95,6 +95,15 @@ pub enum AgentEvent {
     /// A failed model call will be retried after `delay_ms`.
     #[serde(rename_all = "camelCase")]
     ProviderRetry { loop_id: Arc<str>, attempt: u32, max_retries: u32, delay_ms: u64, error: String },
+    /// The history was compacted before a model call. Token counts are the local estimate.
+    #[serde(rename_all = "camelCase")]
+    ContextCompacted {
+        loop_id: Arc<str>,
+        messages_before: usize,
+        messages_after: usize,
+        tokens_before: usize,
+        tokens_after: usize,
+    },
 }
 
 impl AgentEvent {
@@ -114,7 +123,8 @@ impl AgentEvent {
             | AgentEvent::ProgressMessage { loop_id, .. }
             | AgentEvent::InputRejected { loop_id, .. }
             | AgentEvent::ToolApprovalRequest { loop_id, .. }
-            | AgentEvent::ProviderRetry { loop_id, .. } => loop_id,
+            | AgentEvent::ProviderRetry { loop_id, .. }
+            | AgentEvent::ContextCompacted { loop_id, .. } => loop_id,
         }
     }
 
@@ -136,6 +146,7 @@ impl AgentEvent {
             AgentEvent::InputRejected { .. } => "input_rejected",
             AgentEvent::ToolApprovalRequest { .. } => "tool_approval_request",
             AgentEvent::ProviderRetry { .. } => "provider_retry",
+            AgentEvent::ContextCompacted { .. } => "context_compacted",
         }
     }
 }

@@ -225,8 +225,8 @@ struct Forget;
 
 #[async_trait::async_trait]
 impl CompactionStrategy for Forget {
-    async fn compact(&self, _: Vec<AgentMessage>, _: &ContextConfig) -> Vec<AgentMessage> {
-        Vec::new()
+    async fn compact(&self, _: &[AgentMessage], _: &ContextConfig) -> Option<Vec<AgentMessage>> {
+        Some(Vec::new())
     }
 }
 
@@ -249,9 +249,9 @@ struct KeepLast(Arc<std::sync::Mutex<Vec<usize>>>);
 
 #[async_trait::async_trait]
 impl CompactionStrategy for KeepLast {
-    async fn compact(&self, messages: Vec<AgentMessage>, config: &ContextConfig) -> Vec<AgentMessage> {
+    async fn compact(&self, messages: &[AgentMessage], config: &ContextConfig) -> Option<Vec<AgentMessage>> {
         self.0.lock().unwrap().push(config.max_context_tokens);
-        if config.max_context_tokens >= 100_000 { messages } else { messages.into_iter().rev().take(1).collect() }
+        (config.max_context_tokens < 100_000).then(|| messages[messages.len() - 1..].to_vec())
     }
 }
 

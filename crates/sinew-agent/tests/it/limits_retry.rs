@@ -96,12 +96,27 @@ async fn final_errors_are_not_retried() {
         ProviderError::Api { status: Some(400), message: "bad".into() },
         ProviderError::ContextOverflow { message: "prompt is too long".into() },
     ] {
-        let (mut agent, mock) = agent([MockResponse::error(error.clone()), MockResponse::text("x")]);
+        let (agent, mock) = agent([MockResponse::error(error.clone()), MockResponse::text("x")]);
+        // Without compaction, an overflow is final too.
+        let mut agent = agent.with_context_config(None);
         let outcome = agent.prompt("q").finish().await;
         assert_eq!(mock.calls(), 1, "{error}");
         assert_eq!(outcome.reason, EndReason::Failed);
         assert_eq!(outcome.error, Some(error.to_string()));
     }
+}
+
+#[tokio::test]
+async fn an_overflow_is_compacted_and_asked_again_once_by_default() {
+    let overflow = || ProviderError::ContextOverflow { message: "prompt is too long".into() };
+    let (mut agent, mock) = agent([MockResponse::error(overflow()), MockResponse::text("fits")]);
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!((mock.calls(), outcome.reason), (2, EndReason::Completed));
+
+    let (mut agent, mock) =
+        crate::agent([MockResponse::error(overflow()), MockResponse::error(overflow()), MockResponse::text("x")]);
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!((mock.calls(), outcome.reason), (2, EndReason::Failed), "one recovery per run");
 }
 
 #[tokio::test]

@@ -195,7 +195,14 @@ fn every_event_variant_round_trips() {
             args: json!({"command": "rm -rf /"}),
             kind: PendingKind::Approval,
         },
-        AgentEvent::ProviderRetry { loop_id: id, attempt: 1, max_retries: 3, delay_ms: 20, error: "e".into() },
+        AgentEvent::ProviderRetry { loop_id: id.clone(), attempt: 1, max_retries: 3, delay_ms: 20, error: "e".into() },
+        AgentEvent::ContextCompacted {
+            loop_id: id,
+            messages_before: 40,
+            messages_after: 13,
+            tokens_before: 9_000,
+            tokens_after: 2_500,
+        },
     ];
     let json = serde_json::to_string(&events).unwrap();
     let back: Vec<AgentEvent> = serde_json::from_str(&json).unwrap();
@@ -203,6 +210,10 @@ fn every_event_variant_round_trips() {
     let value: Value = serde_json::from_str(&json).unwrap();
     let types: Vec<&str> = value.as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types[..3], ["agentStart", "agentEnd", "turnStart"]);
+    assert_eq!(
+        value[events.len() - 1],
+        json!({"type": "contextCompacted", "loopId": "s.mock.1", "messagesBefore": 40, "messagesAfter": 13, "tokensBefore": 9_000, "tokensAfter": 2_500})
+    );
     assert_eq!(value[0]["continuationKind"], json!({"kind": "branch", "tag": "2026-11-21T10:00:00Z"}));
     assert!(events.iter().all(|e| e.loop_id() == "s.mock.1"));
 }
