@@ -2,7 +2,7 @@
 //!
 //! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, cargo-deny.
 //! - `tidy`: the house rules no compiler checks (see [`tidy`]).
-//! - `bench <name> [args]`: a benchmark (`loop`).
+//! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `compaction`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -25,7 +25,9 @@ fn main() -> Result<()> {
         Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop | decode | e2e> [args]>");
+            eprintln!(
+                "usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop | decode | e2e | compaction> [args]>"
+            );
             std::process::exit(2);
         }
     }
@@ -106,12 +108,13 @@ fn target_dir() -> Result<PathBuf> {
 }
 
 fn bench(args: &[String]) -> Result<()> {
-    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop | decode | e2e> [args]") };
+    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop | decode | e2e | compaction> [args]") };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
         "e2e" => ("sinew", "e2e"),
-        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e)"),
+        "compaction" => ("sinew-compaction", "compaction"),
+        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction)"),
     };
     let mut command = cargo();
     if name == "e2e" {

@@ -169,6 +169,9 @@ pub(crate) async fn run(
             .as_ref()
             .map_or_else(ContextTracker::default, |c| ContextTracker::new(Arc::clone(&c.token_counter))),
     };
+    // The newest answer's usage still describes the history: compaction only rewrites it right
+    // before a model call, whose answer then reports anew.
+    run.context_size.record_latest(&context.messages);
 
     if let Some(before_loop) = &config.hooks.before_loop
         && !before_loop(context)

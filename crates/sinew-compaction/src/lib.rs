@@ -38,8 +38,8 @@ pub use count::{MESSAGE_OVERHEAD, TOOL_RESULT_OVERHEAD, content_tokens, image_to
 pub use sinew_core::{CompactionStrategy, ContextConfig, HeuristicTokenCounter, TokenCounter, estimate_tokens};
 pub use summarize::{DEFAULT_SUMMARY_PROMPT, SummarizingCompaction};
 pub use tiered::{
-    TieredCompaction, compact_messages, drop_middle, keep_within_budget, shorten_texts, summarize_old_turns,
-    truncate_tool_outputs,
+    SUMMARY_HEADER, TieredCompaction, compact_messages, drop_middle, keep_within_budget, shorten_texts,
+    summarize_old_turns, truncate_tool_outputs,
 };
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::TiktokenCounter;

@@ -112,38 +112,95 @@ fn truncate_lines(text: &str, max_lines: usize) -> Option<String> {
     Some(out)
 }
 
-/// Level 2: keeps the last `keep_recent` messages (and always the newest turn) as they are. Before
-/// them, user and extension messages stay, and each run of assistant turns becomes one user
-/// message with a `[Summary] ...` line per turn.
+/// The first line of the message [`summarize_old_turns`] writes.
+pub const SUMMARY_HEADER: &str = "[Summary] Earlier in this conversation:";
+
+/// Level 2: keeps the last `keep_recent` messages (and always the newest turn) as they are, and
+/// the first user message. Everything else before them becomes one user message: a
+/// [`SUMMARY_HEADER`], then a `[Summary] ...` line per assistant turn (what it said, which tools
+/// it called, how they went) and a `[User] ...` entry per user message, in order. Images of those
+/// user messages are kept; an earlier summary is merged in. Extension messages stay, before it.
 pub fn summarize_old_turns(messages: Vec<AgentMessage>, keep_recent: usize) -> Vec<AgentMessage> {
     let groups = groups(&messages);
     let tail = tail_start(&groups, messages.len(), keep_recent);
-    let mut out = Vec::with_capacity(messages.len());
-    let mut lines = String::new();
+    let first = first_user(&messages);
+    if groups
+        .iter()
+        .take_while(|g| g.end <= tail)
+        .all(|g| g.start == first.unwrap_or(usize::MAX) || is_extension(&messages[g.start]))
+    {
+        return messages;
+    }
+    let mut out = Vec::with_capacity(tail.min(8) + messages.len() - tail);
+    let mut summary = Summary::default();
     let mut rest = messages.into_iter();
     for group in groups.iter().take_while(|g| g.end <= tail) {
         let members: Vec<AgentMessage> = rest.by_ref().take(group.len()).collect();
         match &members[0] {
-            AgentMessage::Llm(Message::User(_)) | AgentMessage::Extension(_) => {
-                flush_summary(&mut lines, &mut out);
+            AgentMessage::Extension(_) => out.extend(members),
+            AgentMessage::Llm(Message::User(_)) if Some(group.start) == first => {
+                // Whatever came before the first user message is summarised before it.
+                summary.flush(&mut out);
                 out.extend(members);
             }
+            AgentMessage::Llm(Message::User(user)) => summary.user(&user.content),
             _ => {
-                if !lines.is_empty() {
-                    lines.push('\n');
-                }
-                summarize(&members, &mut lines);
+                summary.line();
+                summarize(&members, &mut summary.text);
             }
         }
     }
-    flush_summary(&mut lines, &mut out);
+    summary.flush(&mut out);
     out.extend(rest);
     out
 }
 
-fn flush_summary(lines: &mut String, out: &mut Vec<AgentMessage>) {
-    if !lines.is_empty() {
-        out.push(AgentMessage::user(std::mem::take(lines)));
+fn is_extension(message: &AgentMessage) -> bool {
+    matches!(message, AgentMessage::Extension(_))
+}
+
+/// The summary message being written.
+#[derive(Default)]
+struct Summary {
+    text: String,
+    images: Vec<Content>,
+}
+
+impl Summary {
+    /// Starts a new line (the header first).
+    fn line(&mut self) {
+        if self.text.is_empty() {
+            self.text.push_str(SUMMARY_HEADER);
+        }
+        self.text.push('\n');
+    }
+
+    fn user(&mut self, content: &[Content]) {
+        let text = sinew_core::join_text(content, "\n");
+        if let Some(earlier) = text.strip_prefix(SUMMARY_HEADER) {
+            // An earlier summary: its lines join this one.
+            if !earlier.trim().is_empty() {
+                self.line();
+                self.text.push_str(earlier.trim_start_matches('\n'));
+            }
+        } else {
+            self.line();
+            self.text.push_str("[User] ");
+            self.text.push_str(&text);
+        }
+        self.images.extend(content.iter().filter(|c| matches!(c, Content::Image { .. })).cloned());
+    }
+
+    fn flush(&mut self, out: &mut Vec<AgentMessage>) {
+        if self.text.is_empty() && self.images.is_empty() {
+            return;
+        }
+        if self.text.is_empty() {
+            self.line();
+        }
+        let mut content = vec![Content::text(std::mem::take(&mut self.text))];
+        content.append(&mut self.images);
+        out.push(AgentMessage::Llm(Message::user_content(content)));
     }
 }
 

@@ -3,6 +3,7 @@
 mod abort;
 mod approval;
 mod basics;
+mod compaction;
 mod hooks;
 mod identity;
 mod limits_retry;

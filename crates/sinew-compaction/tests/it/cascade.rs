@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use sinew_compaction::{
-    CompactionStrategy, ContextConfig, HeuristicTokenCounter, TieredCompaction, compact_messages, drop_middle,
-    keep_within_budget, shorten_texts, summarize_old_turns, total_tokens, truncate_tool_outputs,
+    CompactionStrategy, ContextConfig, HeuristicTokenCounter, SUMMARY_HEADER, TieredCompaction, compact_messages,
+    drop_middle, keep_within_budget, shorten_texts, summarize_old_turns, total_tokens, truncate_tool_outputs,
 };
 use sinew_core::{AgentMessage, AssistantMessage, Content};
 use sinew_testing::assert_history_valid;
@@ -97,11 +97,36 @@ fn level_2_summarises_old_turns_and_keeps_recent_ones() {
     let summary = text_of(&summarized[1]);
     assert!(summarized[1].is_user());
     let summary_lines: Vec<&str> = summary.lines().collect();
-    assert_eq!(summary_lines.len(), 4, "{summary}");
+    assert_eq!(summary_lines.len(), 5, "{summary}");
+    assert_eq!(summary_lines[0], SUMMARY_HEADER);
     assert!(summary_lines.iter().all(|l| l.starts_with("[Summary]")));
-    assert!(summary_lines[0].contains(r#"bash {"command":"run c0"} → ok"#), "{summary}");
-    assert!(summary_lines[1].contains(r#"Assistant: "answer 0""#), "{summary}");
+    assert!(summary_lines[1].contains(r#"bash {"command":"run c0"} → ok"#), "{summary}");
+    assert!(summary_lines[2].contains(r#"Assistant: "answer 0""#), "{summary}");
     assert_history_valid(&summarized);
+}
+
+#[test]
+fn level_2_folds_later_prompts_and_earlier_summaries_into_one_message() {
+    let mut history = session(2);
+    history.extend(session(2).into_iter().enumerate().map(|(i, m)| match i {
+        0 => user("second question", 50),
+        _ => m,
+    }));
+    let once = summarize_old_turns(history.clone(), 4);
+    assert_eq!(once.len(), 2 + 4);
+    let summary = text_of(&once[1]);
+    assert!(summary.contains("\n[User] last question\n"), "{summary}");
+    assert!(summary.contains("\n[User] second question\n"), "{summary}");
+
+    // Compacting again merges the first summary instead of stacking a second one.
+    let mut longer = once.clone();
+    longer.extend(session(1).into_iter().skip(1));
+    let twice = summarize_old_turns(longer, 4);
+    assert_eq!(twice.len(), 2 + 4);
+    let merged = text_of(&twice[1]);
+    assert_eq!(merged.matches(SUMMARY_HEADER).count(), 1, "{merged}");
+    assert!(merged.starts_with(&summary), "the earlier summary comes first, unchanged");
+    assert_history_valid(&twice);
 }
 
 #[test]
@@ -118,7 +143,9 @@ fn level_2_names_calls_without_results_and_failures() {
     }
     let history = vec![user("q", 1), calls(&["b"], 2), failed, user("next", 4), said("done", 5)];
     let summarized = summarize_old_turns(history, 1);
-    assert!(text_of(&summarized[1]).ends_with("→ error"), "{}", text_of(&summarized[1]));
+    assert_eq!(summarized.len(), 3);
+    let summary = text_of(&summarized[1]);
+    assert!(summary.contains("→ error\n[User] next"), "{summary}");
 }
 
 #[test]

@@ -1,0 +1,110 @@
+//! Compaction in the loop: the default cascade, and 1,000 turns with bounded history
+//! (REQ-060, REQ-171, REQ-172).
+
+use std::sync::Arc;
+
+use serde_json::json;
+use sinew_agent::Agent;
+use sinew_compaction::total_tokens;
+use sinew_core::{AgentEvent, AgentMessage, ContextConfig, HeuristicTokenCounter, Message};
+use sinew_testing::{EchoTool, MockProvider, MockResponse, assert_history_valid};
+
+/// A model that calls `echo` with a bulky text when the user spoke, and answers once the tool did.
+fn tool_user() -> Arc<MockProvider> {
+    Arc::new(
+        MockProvider::from_fn(|request| match request.messages.last() {
+            Some(Message::User(_)) => {
+                let n = request.messages.len();
+                MockResponse::new()
+                    .tool_call(format!("call-{n}"), "echo", json!({"text": format!("{n} ").repeat(300)}))
+                    .usage(40 * n as u64, 20)
+            }
+            _ => MockResponse::text("done: the echo came back").usage(40 * request.messages.len() as u64, 10),
+        })
+        .without_recording(),
+    )
+}
+
+fn small_context() -> ContextConfig {
+    ContextConfig {
+        max_context_tokens: 6_000,
+        system_prompt_tokens: 500,
+        keep_recent: 10,
+        keep_first: 2,
+        tool_output_max_lines: 20,
+        ..ContextConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn a_thousand_turns_stay_bounded_and_valid() {
+    let config = small_context();
+    let mut agent = Agent::new(tool_user(), "mock-model").with_tool(EchoTool).with_context_config(Some(config.clone()));
+    let first = AgentMessage::user("turn 0: please echo");
+    let counter = HeuristicTokenCounter;
+    let budget = config.history_budget();
+    let mut compactions = Vec::new();
+    // The longest history of turns 100…549, and of turns 550…999.
+    let mut longest = [0, 0];
+    for turn in 0..1_000 {
+        let (events, outcome) = agent.prompt(format!("turn {turn}: please echo")).collect().await;
+        assert_eq!(outcome.reason, sinew_core::EndReason::Completed, "turn {turn}");
+        for event in events {
+            if let AgentEvent::ContextCompacted { tokens_before, messages_after, tokens_after, .. } = event {
+                // Compaction fires when, and only when, the history outgrew the budget.
+                assert!(tokens_before > budget, "turn {turn}: compacted {tokens_before} tokens");
+                assert!(tokens_after <= budget, "turn {turn}: {tokens_after} tokens left");
+                compactions.push(messages_after);
+            }
+        }
+        let history = agent.messages();
+        assert_history_valid(history);
+        assert_eq!(super::text_of(&history[0]), super::text_of(&first), "turn {turn}: the first prompt is kept");
+        // The model's last call saw the compacted history; its answer then adds one turn.
+        assert!(total_tokens(history, &counter) <= budget + 1_000, "turn {turn}");
+        if turn >= 100 {
+            let half = usize::from(turn >= 550);
+            longest[half] = longest[half].max(history.len());
+        }
+    }
+    assert!(compactions.len() > 100, "{} compactions", compactions.len());
+    // Right after compacting: the first prompt, a summary or marker, and the recent turns.
+    let most_kept = compactions.iter().max().unwrap();
+    assert!(*most_kept <= config.keep_first + config.keep_recent + 2, "{most_kept} messages kept");
+    // Steady state: the history swings between compactions but does not grow over time.
+    assert!(longest[1] <= longest[0], "the history grew: {longest:?}");
+    assert!(longest[0] < 60, "{longest:?}");
+}
+
+#[tokio::test]
+async fn without_a_context_config_nothing_is_compacted() {
+    let mut agent = Agent::new(tool_user(), "mock-model").with_tool(EchoTool).with_context_config(None);
+    for turn in 0..20 {
+        let (events, _) = agent.prompt(format!("turn {turn}")).collect().await;
+        assert!(!events.iter().any(|e| matches!(e, AgentEvent::ContextCompacted { .. })));
+    }
+    assert_eq!(agent.messages().len(), 80);
+}
+
+#[tokio::test]
+async fn the_providers_count_triggers_compaction_our_estimate_would_miss() {
+    // The model reports 5,900 tokens of context although the history is small by our estimate.
+    let mock =
+        Arc::new(MockProvider::new([MockResponse::text("first").usage(5_900, 100), MockResponse::text("second")]));
+    let mut agent = Agent::new(Arc::clone(&mock), "mock-model").with_context_config(Some(small_context()));
+    let history: Vec<AgentMessage> =
+        (0..30).map(|i| AgentMessage::user(format!("note {i}: {}", "x".repeat(400)))).collect();
+    agent.set_messages(history);
+    let (events, _) = agent.prompt("one").collect().await;
+    assert!(!events.iter().any(|e| matches!(e, AgentEvent::ContextCompacted { .. })), "our estimate fits");
+    let (events, _) = agent.prompt("two").collect().await;
+    let compacted = events.iter().find_map(|e| match e {
+        AgentEvent::ContextCompacted { messages_before, messages_after, .. } => {
+            Some((*messages_before, *messages_after))
+        }
+        _ => None,
+    });
+    let (before, after) = compacted.expect("the reported usage made the loop compact");
+    assert!(after < before);
+    assert_eq!(mock.requests()[1].messages.len(), after);
+}
