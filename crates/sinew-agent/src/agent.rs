@@ -182,6 +182,20 @@ impl Agent {
         self
     }
 
+    /// Appends the skills' `<available_skills>` block to the system prompt (nothing when the set
+    /// is empty). Call it after [`Agent::with_system_prompt`], which replaces the prompt.
+    #[must_use]
+    pub fn with_skills(mut self, skills: &crate::SkillSet) -> Self {
+        let block = skills.format_for_prompt();
+        if !block.is_empty() {
+            if !self.context.system_prompt.is_empty() {
+                self.context.system_prompt.push_str("\n\n");
+            }
+            self.context.system_prompt.push_str(&block);
+        }
+        self
+    }
+
     #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.config.model = model.into();

@@ -35,6 +35,11 @@
 //!   attributes (`gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`,
 //!   `gen_ai.tool.name`...).
 //!
+//! Context: before each model call the history is compacted to the [`sinew_core::ContextConfig`]'s
+//! budget (on by default, [`Agent::with_context_config`]`(None)` turns it off) by the
+//! tiered cascade of `sinew-compaction`, or by [`Agent::with_compaction_strategy`]'s strategy.
+//! [`Agent::with_skills`] lists a [`SkillSet`] of Agent Skills in the system prompt.
+//!
 //! Human-in-the-loop: tools can require approval ([`Agent::with_approval_required_for`], or
 //! [`sinew_core::AgentTool::requires_approval`]), or every call can be handed to the host
 //! ([`Agent::with_pause_on_tool_calls`]). The run then suspends: it emits
@@ -51,6 +56,7 @@ mod config;
 mod emit;
 mod error;
 mod execution;
+pub mod skills;
 mod snapshot;
 
 pub use agent::{Agent, AgentHandle, AgentRun, SUPERSEDED};
@@ -64,4 +70,5 @@ pub use config::{
 pub use emit::{EventReceiver, EventSender, event_channel};
 pub use error::{Error, Result};
 pub use execution::{ABORTED, SKIPPED_BY_HOOK, SKIPPED_FOR_STEERING};
+pub use skills::{Skill, SkillError, SkillSet};
 pub use snapshot::{AgentSnapshot, SNAPSHOT_FORMAT_VERSION};

@@ -26,8 +26,13 @@
 //! - `openai-responses`: [`openai_responses`] (`sinew-provider-openai-responses`), with Azure.
 //! - `gemini`: [`gemini`] (`sinew-provider-gemini`), with Vertex AI.
 //! - `bedrock`: [`bedrock`] (`sinew-provider-bedrock`).
+//! - `tools` (default): [`tools`] (`sinew-tools`): bash, read, write, edit, list and search.
+//! - `tiktoken`: `compaction::TiktokenCounter`, OpenAI's tokenizer for exact token counts.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
 //! - `full`: every feature above.
+//!
+//! [`compaction`] (`sinew-compaction`: token counting, context tracking, compaction strategies)
+//! is always there: the agent compacts with it.
 
 pub mod catalog;
 mod registry;
@@ -63,11 +68,16 @@ pub use sinew_provider_openai_responses as openai_responses;
 
 /// The agent loop crate, also re-exported at the root.
 pub use sinew_agent as agent;
+/// Token counting, context tracking and compaction strategies.
+pub use sinew_compaction as compaction;
 /// The vocabulary crate, also re-exported at the root.
 pub use sinew_core as core;
 /// The test kit.
 #[cfg(feature = "testing")]
 pub use sinew_testing as testing;
+/// The built-in coding tools.
+#[cfg(feature = "tools")]
+pub use sinew_tools as tools;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(all(doctest, feature = "testing"))]

@@ -8,6 +8,7 @@ mod hooks;
 mod identity;
 mod limits_retry;
 mod property;
+mod skills;
 mod spans;
 mod tools;
 

@@ -234,3 +234,24 @@ async fn the_strategy_says_none_when_nothing_changes() {
     let compacted = TieredCompaction.compact(&history, &config(total / 2)).await.unwrap();
     assert!(total_tokens(&compacted, H) <= total / 2);
 }
+
+/// One token per byte: four times the heuristic.
+struct PerByte;
+
+impl sinew_compaction::TokenCounter for PerByte {
+    fn count(&self, text: &str) -> usize {
+        text.len()
+    }
+}
+
+#[test]
+fn the_configured_token_counter_decides() {
+    let history = session(2);
+    let heuristic = total_tokens(&history, H);
+    let config = config(heuristic);
+    assert!(matches!(compact_messages(&history, &config), Cow::Borrowed(_)));
+    let precise = ContextConfig { token_counter: std::sync::Arc::new(PerByte), ..config };
+    let compacted = compact_messages(&history, &precise);
+    assert!(matches!(compacted, Cow::Owned(_)), "the same history is too big when counted per byte");
+    assert!(total_tokens(&compacted, &PerByte) <= precise.history_budget());
+}
