@@ -461,6 +461,26 @@ impl Agent {
         self.suspension = None;
     }
 
+    /// Starts a new session (REQ-215): a fresh session id, loop counters and the last loop id
+    /// cleared, so the next run's loop id ends in `.1` again. The history is kept; [`Agent::reset`]
+    /// clears it. Returns the new session id.
+    pub fn new_session(&mut self) -> &str {
+        self.context.session_id = Some(crate::agent_loop::new_id());
+        self.loop_counters.clear();
+        self.last_loop_id = None;
+        self.session_id()
+    }
+
+    /// Starts a new session if the agent has been idle for longer than `threshold` since its last
+    /// prompt. Returns whether it rotated. An agent never prompted does not rotate.
+    pub fn check_and_rotate(&mut self, threshold: std::time::Duration) -> bool {
+        let idle = self.last_active_at.is_some_and(|at| now_ms().saturating_sub(at) > threshold.as_millis() as u64);
+        if idle {
+            self.new_session();
+        }
+        idle
+    }
+
     /// Everything needed to resume this agent elsewhere; no provider configuration or secrets.
     pub fn snapshot(&self) -> AgentSnapshot {
         AgentSnapshot {

@@ -184,6 +184,9 @@ pub(crate) async fn run(
         loop_id: Arc::clone(&loop_id),
         parent_loop_id: context.parent_loop_id.clone(),
         continuation_kind: context.continuation_kind.clone(),
+        model: config.model.clone(),
+        provider: config.provider.provider_id().to_owned(),
+        config_id: config.config_segment(),
     });
     let span = tracing::info_span!(
         "invoke_agent",

@@ -57,6 +57,14 @@ pub enum AgentEvent {
         loop_id: Arc<str>,
         parent_loop_id: Option<String>,
         continuation_kind: Option<ContinuationKind>,
+        /// The model asked, the provider's `provider_id` and the configuration id (the middle
+        /// segment of the run's loop ids), for session records.
+        #[serde(default)]
+        model: String,
+        #[serde(default)]
+        provider: String,
+        #[serde(default)]
+        config_id: String,
     },
     /// Always the last event of a run, whatever ended it. `messages` are the run's new messages.
     #[serde(rename_all = "camelCase")]

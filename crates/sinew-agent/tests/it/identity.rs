@@ -7,7 +7,7 @@ use crate::agent;
 
 fn agent_start(events: &[AgentEvent]) -> (String, String, String, Option<String>, Option<ContinuationKind>) {
     match &events[0] {
-        AgentEvent::AgentStart { agent_id, session_id, loop_id, parent_loop_id, continuation_kind } => (
+        AgentEvent::AgentStart { agent_id, session_id, loop_id, parent_loop_id, continuation_kind, .. } => (
             agent_id.to_string(),
             session_id.to_string(),
             loop_id.to_string(),
@@ -41,6 +41,8 @@ async fn ids_are_stable_and_loop_ids_count_per_config() {
     assert_eq!(l1, format!("{s1}.mock.mock-model.1"));
     assert_eq!(l2, format!("{s1}.mock.mock-model.2"));
     assert_eq!((p1, k1), (None, None), "origin calls have no parent and no continuation kind");
+    let AgentEvent::AgentStart { model, provider, config_id, .. } = &e1[0] else { unreachable!() };
+    assert_eq!((model.as_str(), provider.as_str(), config_id.as_str()), ("mock-model", "mock", "mock.mock-model"));
     assert_eq!(agent.last_loop_id(), Some(l2.as_str()));
     // Every event of a run carries its loop id.
     assert!(e2.iter().all(|e| e.loop_id() == l2));

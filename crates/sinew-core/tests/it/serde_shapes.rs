@@ -140,6 +140,9 @@ fn every_event_variant_round_trips() {
             loop_id: id.clone(),
             parent_loop_id: Some("s.mock.0".into()),
             continuation_kind: Some(ContinuationKind::Branch { tag: "2026-11-21T10:00:00Z".into() }),
+            model: "mock-model".into(),
+            provider: "mock".into(),
+            config_id: "mock.mock-model".into(),
         },
         AgentEvent::AgentEnd {
             loop_id: id.clone(),

@@ -1,0 +1,43 @@
+//! What can go wrong with sessions.
+
+use std::path::PathBuf;
+
+/// A session store's error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    #[error("session {0} not found")]
+    NotFound(String),
+    /// A session id that cannot name a file or row (empty, a path separator, `..`).
+    #[error("invalid session id {0:?}")]
+    InvalidId(String),
+    #[error("cannot access {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("session {id} is not valid session JSON")]
+    Json {
+        id: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("session {id} has format version {found}; this build reads up to {supported}")]
+    UnsupportedFormat { id: String, found: u32, supported: u32 },
+    /// The database failed.
+    #[error("session database error: {0}")]
+    Database(String),
+}
+
+/// `Result` with [`SessionError`].
+pub type Result<T, E = SessionError> = std::result::Result<T, E>;
+
+/// Checks that `id` can safely name a file or a row.
+pub(crate) fn check_id(id: &str) -> Result<()> {
+    let bad = id.is_empty()
+        || id.len() > 255
+        || id.starts_with('.')
+        || id.chars().any(|c| matches!(c, '/' | '\\' | '\0') || c.is_control());
+    if bad { Err(SessionError::InvalidId(id.to_owned())) } else { Ok(()) }
+}

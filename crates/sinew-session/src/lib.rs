@@ -1,0 +1,33 @@
+//! Sessions: what agents did, recorded and persisted.
+//!
+//! - [`Session`], [`LoopRecord`] and the link types: one record per run ("loop"), with its
+//!   messages, usage, events and tree links (continuations, sub-agents, parallel branches).
+//! - [`SessionRecorder`]: builds sessions from the agent events of any number of runs.
+//! - [`SessionStore`]: persistence, with [`JsonFileStore`] (a directory of JSON files).
+//!
+//! ```
+//! use sinew_session::{Formation, SessionRecorder};
+//!
+//! let mut recorder = SessionRecorder::new(Formation::PerSessionId);
+//! // for event in run { recorder.on_event(&event); }
+//! for session in recorder.flush() {
+//!     println!("{} loops in {}", session.loops.len(), session.session_id);
+//! }
+//! ```
+
+mod error;
+mod json;
+mod model;
+mod recorder;
+mod store;
+
+pub use error::{Result, SessionError};
+pub use json::{
+    JsonFileStore, delete_session, list_session_ids, load_session, load_sessions_for_agent, merge_session, save_session,
+};
+pub use model::{
+    ChildLoopRef, LoopConfigSnapshot, LoopEvent, LoopRecord, LoopStatus, ParallelGroupRecord, SESSION_FORMAT_VERSION,
+    Session, SpawnRef,
+};
+pub use recorder::{EventRecording, Formation, SessionRecorder};
+pub use store::SessionStore;

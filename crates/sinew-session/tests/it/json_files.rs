@@ -1,0 +1,114 @@
+//! The JSON file store: the conformance suite, the file format, and crash safety.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sinew_session::{
+    JsonFileStore, SESSION_FORMAT_VERSION, SessionError, SessionStore, delete_session, list_session_ids, load_session,
+    load_sessions_for_agent, save_session,
+};
+
+use crate::session;
+
+async fn json_store() -> (Arc<dyn SessionStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    (Arc::new(JsonFileStore::new(dir.path().join("sessions"))), dir)
+}
+
+mod conformance {
+    crate::store_conformance!(super::json_store());
+}
+
+#[test]
+fn test_session_save_load_roundtrip() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = session("abc", "agent", 2);
+    save_session(dir.path(), &original).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("abc.json")).unwrap();
+    assert!(text.starts_with("{\n  \"formatVersion\": 1,"), "pretty, versioned JSON: {}", &text[..60]);
+    assert_eq!(load_session(dir.path(), "abc").unwrap(), original);
+    // Nothing else is left in the directory.
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(names, ["abc.json"]);
+}
+
+#[test]
+fn test_session_list_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(list_session_ids(&dir.path().join("missing")).unwrap().is_empty());
+    for id in ["one", "two", "three"] {
+        save_session(dir.path(), &session(id, "a", 1)).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(dir.path().join("notes.txt"), "not a session").unwrap();
+    assert_eq!(list_session_ids(dir.path()).unwrap(), ["three", "two", "one"]);
+}
+
+#[test]
+fn test_session_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    save_session(dir.path(), &session("gone", "a", 1)).unwrap();
+    save_session(dir.path(), &session("kept", "b", 1)).unwrap();
+    delete_session(dir.path(), "gone").unwrap();
+    assert!(matches!(delete_session(dir.path(), "gone"), Err(SessionError::NotFound(_))));
+    let for_b = load_sessions_for_agent(dir.path(), "b").unwrap();
+    assert_eq!(for_b.len(), 1);
+    assert!(load_sessions_for_agent(dir.path(), "a").unwrap().is_empty());
+}
+
+#[test]
+fn bad_files_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.json"), "{\"formatVersion\": 1, \"sessionId\": ").unwrap();
+    let error = load_session(dir.path(), "broken").unwrap_err();
+    assert!(matches!(&error, SessionError::Json { id, .. } if id == "broken"), "{error}");
+    let future = format!("{{\"formatVersion\": {}, \"sessionId\": \"f\"}}", SESSION_FORMAT_VERSION + 1);
+    std::fs::write(dir.path().join("future.json"), future).unwrap();
+    let error = load_session(dir.path(), "future").unwrap_err();
+    assert_eq!(error.to_string(), "session future has format version 2; this build reads up to 1");
+}
+
+/// The writer half of the crash test: saves ever larger versions of one session until killed.
+#[test]
+fn crash_writer_child() {
+    let Ok(dir) = std::env::var("SINEW_CRASH_WRITER_DIR") else { return };
+    let dir = Path::new(&dir);
+    // Versions keep rising across writers, so the survivor tells how far they got.
+    let start = load_session(dir, "crashy").map_or(0, |s| s.updated_at) + 1;
+    for version in start.. {
+        let mut s = session("crashy", "a", 200);
+        s.updated_at = version;
+        save_session(dir, &s).unwrap();
+    }
+}
+
+#[test]
+fn a_writer_killed_mid_save_leaves_the_previous_version_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = session("crashy", "a", 200);
+    first.updated_at = 0;
+    save_session(dir.path(), &first).unwrap();
+    let mut newest = 0;
+    for round in 0..5 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["json_files::crash_writer_child", "--exact", "--nocapture", "--test-threads", "1"])
+            .env("SINEW_CRASH_WRITER_DIR", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill it somewhere in the middle of its saves.
+        std::thread::sleep(Duration::from_millis(60 + 37 * round));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let survivor = load_session(dir.path(), "crashy").expect("the session is loadable after the crash");
+        assert_eq!(survivor.loops.len(), 200);
+        assert!(survivor.updated_at >= newest, "an acknowledged save was lost");
+        newest = survivor.updated_at;
+        assert_eq!(list_session_ids(dir.path()).unwrap(), ["crashy"], "no temporary file is listed");
+    }
+    assert!(newest > 0, "the writer never saved: the test proved nothing");
+}

@@ -1,0 +1,34 @@
+//! Integration tests of sinew-session.
+
+mod conformance;
+mod json_files;
+mod recorder;
+
+use sinew_core::{AgentMessage, AssistantMessage, Content, Usage};
+use sinew_session::{LoopRecord, LoopStatus, Session};
+
+/// A session with `loops` completed loops, each with a prompt and an answer.
+pub(crate) fn session(id: &str, agent: &str, loops: usize) -> Session {
+    let mut session = Session::new(id, agent, 1_000);
+    for i in 0..loops {
+        session.loops.push(record(id, agent, &format!("{id}.mock.m.{}", i + 1)));
+    }
+    session
+}
+
+pub(crate) fn record(session_id: &str, agent: &str, loop_id: &str) -> LoopRecord {
+    let mut answer = AssistantMessage::new("mock", "m");
+    answer.content = vec![Content::text(format!("answer of {loop_id}"))];
+    answer.usage = Usage { input: 10, output: 5, cache_read: 0, cache_write: 0, total_tokens: 15 };
+    LoopRecord {
+        loop_id: loop_id.into(),
+        session_id: session_id.into(),
+        agent_id: agent.into(),
+        status: LoopStatus::Completed,
+        started_at: 1_000,
+        ended_at: Some(2_000),
+        messages: vec![AgentMessage::user(format!("prompt of {loop_id}")), answer.into()],
+        usage: Usage { input: 10, output: 5, cache_read: 0, cache_write: 0, total_tokens: 15 },
+        ..LoopRecord::default()
+    }
+}
