@@ -105,15 +105,20 @@ fn tool_end(loop_id: &str, child: &str) -> AgentEvent {
     }
 }
 
-#[test]
-fn test_session_recorder_bidirectional_tree() {
-    let mut recorder = SessionRecorder::new(Formation::PerSessionId);
-    // Parent P.1 in session P; within it a continuation P.2; a sub-agent C.1 in session C.
+/// Parent P.1 in session P spawns the sub-agent C.1 in session C through tool call `call-7`.
+fn spawn_tree(recorder: &mut SessionRecorder) {
     recorder.on_event(&start("P", "P.1", None));
     recorder.on_event(&start("C", "C.1", Some("P.1")));
     recorder.on_event(&end("C.1"));
     recorder.on_event(&tool_end("P.1", "C.1"));
     recorder.on_event(&end("P.1"));
+}
+
+#[test]
+fn test_session_recorder_bidirectional_tree() {
+    let mut recorder = SessionRecorder::new(Formation::PerSessionId);
+    // Then a continuation P.2 of P.1.
+    spawn_tree(&mut recorder);
     recorder.on_event(&start("P", "P.2", Some("P.1")));
     recorder.on_event(&end("P.2"));
 
@@ -249,11 +254,7 @@ async fn test_basic_agent_check_and_rotate() {
 #[test]
 fn sessions_round_trip_through_json() {
     let mut recorder = SessionRecorder::new(Formation::PerSessionId);
-    recorder.on_event(&start("P", "P.1", None));
-    recorder.on_event(&start("C", "C.1", Some("P.1")));
-    recorder.on_event(&end("C.1"));
-    recorder.on_event(&tool_end("P.1", "C.1"));
-    recorder.on_event(&end("P.1"));
+    spawn_tree(&mut recorder);
     for session in recorder.flush() {
         let json = serde_json::to_string(&session).unwrap();
         assert_eq!(serde_json::from_str::<sinew_session::Session>(&json).unwrap(), session);
