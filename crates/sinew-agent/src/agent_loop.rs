@@ -617,6 +617,9 @@ impl Run<'_> {
             tokens_after: total_tokens(&compacted, counter),
         };
         context.messages = compacted;
+        // The last report described the history before it was rewritten (a rewrite that keeps
+        // the reported message in place would otherwise go unnoticed).
+        self.context_size.reset();
         self.emitter.emit(event);
     }
 

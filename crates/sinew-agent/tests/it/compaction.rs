@@ -108,3 +108,36 @@ async fn the_providers_count_triggers_compaction_our_estimate_would_miss() {
     assert!(after < before);
     assert_eq!(mock.requests()[1].messages.len(), after);
 }
+
+#[tokio::test]
+async fn a_report_is_forgotten_once_the_history_is_rewritten() {
+    // The provider reports 6,000 tokens; truncating one tool output brings the history under the
+    // budget without moving the reported answer. The next call must not trust that report again.
+    let mock = Arc::new(MockProvider::new([
+        MockResponse::text("first").usage(5_900, 100),
+        MockResponse::new().tool_call("b", "echo", json!({"text": "again"})),
+        MockResponse::text("second"),
+    ]));
+    let mut agent =
+        Agent::new(Arc::clone(&mock), "mock-model").with_tool(EchoTool).with_context_config(Some(small_context()));
+    let mut call = sinew_core::AssistantMessage::new("mock", "mock-model");
+    call.content = vec![sinew_core::Content::tool_call("a", "echo", json!({}))];
+    let output: String = (0..400).map(|i| format!("line {i}\n")).collect();
+    let result = sinew_core::ToolResultMessage {
+        tool_call_id: "a".into(),
+        tool_name: "echo".into(),
+        content: vec![sinew_core::Content::text(output)],
+        is_error: false,
+        timestamp: 1,
+        details: serde_json::Value::Null,
+    };
+    agent.set_messages(vec![AgentMessage::user("start"), call.into(), result.into()]);
+    let compactions =
+        |events: &[AgentEvent]| events.iter().filter(|e| matches!(e, AgentEvent::ContextCompacted { .. })).count();
+    let (events, _) = agent.prompt("one").collect().await;
+    assert_eq!(compactions(&events), 0);
+    // Two model calls: compaction before the first; the second must not compact again.
+    let (events, _) = agent.prompt("two").collect().await;
+    assert_eq!(compactions(&events), 1, "the report said the context is over budget, then was forgotten");
+    assert_eq!(agent.messages().len(), 9, "only the tool output was cut");
+}
