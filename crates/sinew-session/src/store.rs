@@ -28,6 +28,18 @@ pub trait SessionStore: Send + Sync {
     /// Removes a session; `SessionError::NotFound` if there is none.
     async fn delete(&self, session_id: &str) -> Result<()>;
 
+    /// The stored session, or a new empty one for `agent_id`, stored first. Concurrent callers
+    /// get the same session: creation goes through [`SessionStore::merge`].
+    async fn get_or_create(&self, session_id: &str, agent_id: &str) -> Result<Session> {
+        match self.load(session_id).await {
+            Err(crate::SessionError::NotFound(_)) => {
+                self.merge(&Session::new(session_id, agent_id, sinew_core::now_ms())).await?;
+                self.load(session_id).await
+            }
+            found => found,
+        }
+    }
+
     /// The sessions of one agent, most recently updated first.
     async fn load_for_agent(&self, agent_id: &str) -> Result<Vec<Session>> {
         let mut sessions = Vec::new();

@@ -113,6 +113,15 @@ pub(crate) async fn concurrent_merges_lose_nothing(store: Arc<dyn SessionStore>)
     }
 }
 
+pub(crate) async fn get_or_create_keeps_what_is_there(store: &dyn SessionStore) {
+    let created = store.get_or_create("s-goc", "agent-g").await.unwrap();
+    assert_eq!((created.agent_id.as_str(), created.loops.len()), ("agent-g", 0));
+    assert_eq!(store.load("s-goc").await.unwrap(), created, "it was stored");
+    store.merge(&session("s-goc", "agent-g", 2)).await.unwrap();
+    let again = store.get_or_create("s-goc", "someone-else").await.unwrap();
+    assert_eq!((again.agent_id.as_str(), again.loops.len()), ("agent-g", 2));
+}
+
 pub(crate) async fn hostile_ids_are_refused(store: &dyn SessionStore) {
     for id in ["", "../escape", "a/b", ".hidden"] {
         let bad = session(id, "a", 1);
@@ -165,6 +174,11 @@ macro_rules! store_conformance {
         async fn concurrent_merges_lose_nothing() {
             let (store, _guard) = $make.await;
             $crate::conformance::concurrent_merges_lose_nothing(store).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn get_or_create_keeps_what_is_there() {
+            let (store, _guard) = $make.await;
+            $crate::conformance::get_or_create_keeps_what_is_there(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         async fn hostile_ids_are_refused() {
