@@ -24,6 +24,20 @@ pub trait StreamDecoder: Send + 'static {
     /// The transport failed (or was cancelled): end with `error`, keeping what was decoded as the
     /// partial message.
     fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>);
+
+    /// Decodes a whole body given in chunks: feeds each, then finishes. For recorded streams and
+    /// tests; a live body goes through [`stream_response`].
+    fn decode_all<B: AsRef<[u8]>>(&mut self, chunks: impl IntoIterator<Item = B>) -> Vec<StreamEvent>
+    where
+        Self: Sized,
+    {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            self.feed(chunk.as_ref(), &mut out);
+        }
+        self.finish(&mut out);
+        out
+    }
 }
 
 /// Sends `request` (retrying as [`HttpClient::send`] does) and streams the decoded events.
@@ -107,5 +121,42 @@ impl<D: StreamDecoder> Transport<D> {
             self.response = None;
         }
         self.pending.extend(self.decoded.drain(..));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sinew_core::AssistantMessage;
+
+    use super::*;
+
+    /// Counts bytes; ends with a message whose text is the count.
+    #[derive(Default)]
+    struct Counter(usize);
+
+    impl StreamDecoder for Counter {
+        fn feed(&mut self, bytes: &[u8], _: &mut Vec<StreamEvent>) {
+            self.0 += bytes.len();
+        }
+
+        fn finish(&mut self, out: &mut Vec<StreamEvent>) {
+            let mut message = AssistantMessage::new("p", "m");
+            message.content.push(sinew_core::Content::text(self.0.to_string()));
+            out.push(StreamEvent::Done(message));
+        }
+
+        fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+            out.push(StreamEvent::Error { error, partial: AssistantMessage::new("p", "m") });
+        }
+    }
+
+    #[test]
+    fn decode_all_feeds_every_chunk_then_finishes() {
+        let events = Counter::default().decode_all([&b"abc"[..], b"", b"de"]);
+        assert_eq!(events.len(), 1);
+        assert!(matches!(&events[0], StreamEvent::Done(m) if m.text() == "5"));
+        assert!(
+            matches!(&Counter::default().decode_all(Vec::<Vec<u8>>::new())[0], StreamEvent::Done(m) if m.text() == "0")
+        );
     }
 }

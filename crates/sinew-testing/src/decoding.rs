@@ -18,6 +18,11 @@ pub fn stream_outcome(events: &[StreamEvent]) -> (AssistantMessage, Option<Provi
     (message, error)
 }
 
+/// How many terminal events (`Done` or `Error`) a decoded stream holds; a decoder emits exactly one.
+pub fn terminal_count(events: &[StreamEvent]) -> usize {
+    events.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count()
+}
+
 /// The text deltas of a decoded stream, concatenated.
 pub fn text_deltas(events: &[StreamEvent]) -> String {
     events

@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 use sinew_core::{
-    AssistantMessage, Content, Message, StopReason, ToolDefinition, ToolResultMessage, Usage, UserMessage,
+    AssistantMessage, Content, Message, StopReason, StreamRequest, ToolDefinition, ToolResultMessage, Usage,
+    UserMessage,
 };
 
 fn assistant(provider: &str, stop_reason: StopReason, content: Vec<Content>) -> Message {
@@ -101,4 +102,20 @@ pub fn round_trip_tools() -> Vec<ToolDefinition> {
             parameters: json!({"type": "object"}),
         },
     ]
+}
+
+/// Runs `build` on the request every builder's snapshot test sends: `history`, the
+/// [`round_trip_tools`], `model`, the system prompt `"You are terse."`, then `adjust`.
+pub fn with_round_trip_request<T>(
+    history: &[Message],
+    model: &str,
+    adjust: impl FnOnce(&mut StreamRequest<'_>),
+    build: impl FnOnce(&StreamRequest<'_>) -> T,
+) -> T {
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = round_trip_tools();
+    let mut request = StreamRequest::new(model, "You are terse.", &refs);
+    request.tools = &tools;
+    adjust(&mut request);
+    build(&request)
 }

@@ -7,9 +7,10 @@
 //! - [`assert_history_valid`], [`assert_subsequence`], [`shape`], [`streamed_text`]: assertions.
 //! - [`MockServer`]: a real HTTP server on loopback answering from a script or a function, with
 //!   bodies in timed chunks, dropped connections and hanging responses, for transport tests.
-//! - [`stream_outcome`], [`text_deltas`], [`assert_chunking_changes_nothing`],
+//! - [`stream_outcome`], [`text_deltas`], [`terminal_count`], [`assert_chunking_changes_nothing`],
 //!   [`assert_byte_by_byte_changes_nothing`]: what every decoder test checks.
-//! - [`round_trip_history`], [`round_trip_tools`]: what request builders are snapshot-tested on.
+//! - [`round_trip_history`], [`round_trip_tools`], [`with_round_trip_request`]: what request
+//!   builders are snapshot-tested on.
 //! - [`mockllm`]: the reference benchmark's mock model (OpenAI Chat and Anthropic), served by
 //!   the `sinew-mockllm` binary for `cargo xtask bench e2e`.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
@@ -46,9 +47,11 @@ mod tools;
 pub mod transport;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
-pub use decoding::{assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, stream_outcome, text_deltas};
+pub use decoding::{
+    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, stream_outcome, terminal_count, text_deltas,
+};
 pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, recorded_streams, split_at_points};
-pub use history::{round_trip_history, round_trip_tools};
+pub use history::{round_trip_history, round_trip_tools, with_round_trip_request};
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};

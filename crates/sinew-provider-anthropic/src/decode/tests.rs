@@ -1,5 +1,7 @@
 use serde_json::json;
 
+use sinew_http::StreamDecoder;
+
 use super::*;
 
 /// An SSE frame of `payload`, named by its `type`.
@@ -14,11 +16,7 @@ fn start() -> String {
 }
 
 fn decode(stream: &str) -> Vec<StreamEvent> {
-    let mut decoder = crate::decoder("requested");
-    let mut out = Vec::new();
-    decoder.feed(stream.as_bytes(), &mut out);
-    decoder.finish(&mut out);
-    out
+    crate::decoder("requested").decode_all([stream.as_bytes()])
 }
 
 fn terminal(events: &[StreamEvent]) -> (&AssistantMessage, Option<&ProviderError>) {
@@ -164,10 +162,7 @@ fn stop_reasons_map_to_ours() {
 proptest::proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
-        let mut decoder = crate::decoder("m");
-        let mut out = Vec::new();
-        decoder.feed(&bytes, &mut out);
-        decoder.finish(&mut out);
+        let out = crate::decoder("m").decode_all([&bytes]);
         let ends_well = matches!(out.last(), Some(StreamEvent::Done(_) | StreamEvent::Error { .. }));
         proptest::prop_assert!(ends_well, "every stream ends with one terminal event");
     }

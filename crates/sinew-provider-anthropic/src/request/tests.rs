@@ -1,5 +1,6 @@
 use serde_json::json;
-use sinew_core::{CacheConfig, ToolDefinition, ToolResultMessage, Usage, UserMessage};
+use sinew_core::{CacheConfig, ToolResultMessage, Usage, UserMessage};
+use sinew_testing::with_round_trip_request;
 
 use super::*;
 
@@ -79,28 +80,10 @@ fn history() -> Vec<Message> {
     ]
 }
 
-fn tools() -> Vec<ToolDefinition> {
-    vec![
-        ToolDefinition {
-            name: "read".into(),
-            description: "Read a file.".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        },
-        ToolDefinition {
-            name: "write".into(),
-            description: "Write a file.".into(),
-            parameters: json!({"type": "object"}),
-        },
-    ]
-}
-
 fn build(history: &[Message], adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
-    let refs: Vec<&Message> = history.iter().collect();
-    let tools = tools();
-    let mut request = StreamRequest::new("claude-sonnet-4-5", "You are terse.", &refs);
-    request.tools = &tools;
-    adjust(&mut request);
-    body(&AnthropicConfig::new("sk-ant-secret"), &request)
+    with_round_trip_request(history, "claude-sonnet-4-5", adjust, |request| {
+        body(&AnthropicConfig::new("sk-ant-secret"), request)
+    })
 }
 
 #[test]

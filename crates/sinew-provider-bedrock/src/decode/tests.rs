@@ -1,15 +1,13 @@
 use proptest::prelude::*;
 use serde_json::json;
 
+use sinew_http::StreamDecoder;
+
 use super::*;
 use crate::eventstream::{HeaderValue, encode, event_frame, exception_frame};
 
 fn decode(bytes: &[u8]) -> Vec<StreamEvent> {
-    let mut decoder = decoder("m");
-    let mut out = Vec::new();
-    decoder.feed(bytes, &mut out);
-    decoder.finish(&mut out);
-    out
+    decoder("m").decode_all([bytes])
 }
 
 #[test]
@@ -79,7 +77,7 @@ proptest! {
     fn valid_frames_of_garbage_never_panic(payload in proptest::collection::vec(any::<u8>(), 0..128), kind in "[a-zA-Z:]{0,12}") {
         let frame = encode(&[(":event-type", HeaderValue::String(kind)), (":message-type", HeaderValue::String("event".into()))], &payload);
         let events = decode(&frame);
-        let terminals = events.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        let terminals = sinew_testing::terminal_count(&events);
         prop_assert_eq!(terminals, 1);
     }
 }

@@ -1,7 +1,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::json;
-use sinew_testing::{round_trip_history, round_trip_tools};
+use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
 
@@ -86,13 +86,11 @@ fn missing_credentials_are_a_clear_error() {
 #[test]
 fn a_rich_history_becomes_the_documented_body() {
     let history = round_trip_history("bedrock", json!({"type": "never sent"}));
-    let refs: Vec<&Message> = history.iter().collect();
-    let tools = round_trip_tools();
-    let mut request = StreamRequest::new("us.anthropic.claude-sonnet-4-5-v1:0", "You are terse.", &refs);
-    request.tools = &tools;
-    request.thinking_level = ThinkingLevel::Medium;
-    request.max_tokens = Some(4000);
-    let body = body(&request);
+    let adjust = |request: &mut StreamRequest<'_>| {
+        request.thinking_level = ThinkingLevel::Medium;
+        request.max_tokens = Some(4000);
+    };
+    let body = with_round_trip_request(&history, "us.anthropic.claude-sonnet-4-5-v1:0", adjust, body);
     let roles: Vec<&str> = body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"], "roles alternate");
     insta::assert_json_snapshot!(body);

@@ -45,13 +45,7 @@ fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
 }
 
 fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
-    let mut decoder = decoder("requested-model");
-    let mut out = Vec::new();
-    for chunk in chunks {
-        decoder.feed(chunk, &mut out);
-    }
-    decoder.finish(&mut out);
-    out
+    decoder("requested-model").decode_all(chunks)
 }
 
 #[test]

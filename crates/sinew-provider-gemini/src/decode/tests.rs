@@ -1,15 +1,13 @@
 use proptest::prelude::*;
 use serde_json::json;
 
+use sinew_http::StreamDecoder;
+
 use super::*;
 
 fn decode(chunks: &[Value]) -> Vec<StreamEvent> {
     let stream: String = chunks.iter().map(|c| format!("data: {c}\r\n\r\n")).collect();
-    let mut decoder = decoder("google", "m");
-    let mut out = Vec::new();
-    decoder.feed(stream.as_bytes(), &mut out);
-    decoder.finish(&mut out);
-    out
+    decoder("google", "m").decode_all([stream.as_bytes()])
 }
 
 fn parts(parts: Value) -> Value {
@@ -126,12 +124,8 @@ fn unknown_parts_are_kept_opaque() {
 proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let mut decoder = decoder("google", "m");
-        let mut out = Vec::new();
-        decoder.feed(format!("data: {}\n\n", parts(json!([{"functionCall": {"name": "f", "willContinue": true}}]))).as_bytes(), &mut out);
-        decoder.feed(&bytes, &mut out);
-        decoder.finish(&mut out);
-        let terminals = out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        let out = decoder("google", "m").decode_all([format!("data: {}\n\n", parts(json!([{"functionCall": {"name": "f", "willContinue": true}}]))).as_bytes(), &bytes[..]]);
+        let terminals = sinew_testing::terminal_count(&out);
         prop_assert_eq!(terminals, 1);
     }
 

@@ -1,17 +1,12 @@
 use serde_json::json;
-use sinew_testing::{round_trip_history, round_trip_tools};
+use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
 
 fn build(config: &GeminiConfig, model: &str, adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
     let opaque = json!({"executableCode": {"language": "PYTHON", "code": "print(1)"}});
     let history = round_trip_history("google", opaque);
-    let refs: Vec<&Message> = history.iter().collect();
-    let tools = round_trip_tools();
-    let mut request = StreamRequest::new(model, "You are terse.", &refs);
-    request.tools = &tools;
-    adjust(&mut request);
-    body(config, &request)
+    with_round_trip_request(&history, model, adjust, |request| body(config, request))
 }
 
 #[test]

@@ -1,5 +1,6 @@
 use serde_json::Value;
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
+use sinew_http::StreamDecoder;
 use sinew_provider_gemini::decoder;
 use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
 
@@ -8,13 +9,7 @@ fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
 }
 
 fn decode(chunks: &[&[u8]]) -> Vec<StreamEvent> {
-    let mut decoder = decoder("google", "requested-model");
-    let mut out = Vec::new();
-    for chunk in chunks {
-        decoder.feed(chunk, &mut out);
-    }
-    decoder.finish(&mut out);
-    out
+    decoder("google", "requested-model").decode_all(chunks)
 }
 
 /// How the stream ended, generated id suffixes dropped (they are random).

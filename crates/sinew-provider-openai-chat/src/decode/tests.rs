@@ -1,14 +1,12 @@
 use proptest::prelude::*;
 use serde_json::json;
 
+use sinew_http::StreamDecoder;
+
 use super::*;
 
 fn decode(stream: &str) -> Vec<StreamEvent> {
-    let mut decoder = decoder("openai", "requested");
-    let mut out = Vec::new();
-    decoder.feed(stream.as_bytes(), &mut out);
-    decoder.finish(&mut out);
-    out
+    decoder("openai", "requested").decode_all([stream.as_bytes()])
 }
 
 fn chunk(delta: serde_json::Value) -> String {
@@ -163,7 +161,7 @@ fn nothing_is_decoded_after_the_end_and_fail_is_idempotent() {
     decoder.feed(chunk(json!({"content": "late"})).as_bytes(), &mut out);
     decoder.fail(ProviderError::Cancelled, &mut out);
     decoder.finish(&mut out);
-    assert_eq!(out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count(), 1);
+    assert_eq!(sinew_testing::terminal_count(&out), 1);
     assert_eq!(done(&out).text(), "");
 }
 
@@ -180,12 +178,8 @@ fn cancellation_marks_the_partial_aborted() {
 proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let mut decoder = decoder("openai", "m");
-        let mut out = Vec::new();
-        decoder.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n", &mut out);
-        decoder.feed(&bytes, &mut out);
-        decoder.finish(&mut out);
-        let terminals = out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        let out = decoder("openai", "m").decode_all([&b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n"[..], &bytes[..]]);
+        let terminals = sinew_testing::terminal_count(&out);
         prop_assert_eq!(terminals, 1);
     }
 }

@@ -1,17 +1,12 @@
 use serde_json::json;
 use sinew_core::ThinkingLevel;
-use sinew_testing::{round_trip_history, round_trip_tools};
+use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
 
 fn build(config: &OpenAiChatConfig, adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
     let history = round_trip_history("openai", json!({"type": "never sent"}));
-    let refs: Vec<&Message> = history.iter().collect();
-    let tools = round_trip_tools();
-    let mut request = StreamRequest::new("gpt-x", "You are terse.", &refs);
-    request.tools = &tools;
-    adjust(&mut request);
-    body(config, &request)
+    with_round_trip_request(&history, "gpt-x", adjust, |request| body(config, request))
 }
 
 #[test]

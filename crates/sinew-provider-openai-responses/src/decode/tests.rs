@@ -1,6 +1,8 @@
 use proptest::prelude::*;
 use serde_json::json;
 
+use sinew_http::StreamDecoder;
+
 use super::*;
 
 fn event(payload: Value) -> String {
@@ -9,11 +11,7 @@ fn event(payload: Value) -> String {
 
 fn decode(events: &[Value]) -> Vec<StreamEvent> {
     let stream: String = events.iter().cloned().map(event).collect();
-    let mut decoder = decoder("openai_responses", "m");
-    let mut out = Vec::new();
-    decoder.feed(stream.as_bytes(), &mut out);
-    decoder.finish(&mut out);
-    out
+    decoder("openai_responses", "m").decode_all([stream.as_bytes()])
 }
 
 fn completed(status: &str, reason: Option<&str>) -> Value {
@@ -105,12 +103,8 @@ fn a_stream_cut_before_completion_keeps_the_partial_call() {
 proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let mut decoder = decoder("openai_responses", "m");
-        let mut out = Vec::new();
-        decoder.feed(event(call_added()).as_bytes(), &mut out);
-        decoder.feed(&bytes, &mut out);
-        decoder.finish(&mut out);
-        let terminals = out.iter().filter(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })).count();
+        let out = decoder("openai_responses", "m").decode_all([event(call_added()).as_bytes(), &bytes[..]]);
+        let terminals = sinew_testing::terminal_count(&out);
         prop_assert_eq!(terminals, 1);
     }
 }

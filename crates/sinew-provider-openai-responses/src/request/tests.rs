@@ -1,6 +1,6 @@
 use serde_json::json;
 use sinew_core::ThinkingLevel;
-use sinew_testing::{round_trip_history, round_trip_tools};
+use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
 
@@ -17,12 +17,7 @@ fn build(config: &ResponsesConfig, adjust: impl FnOnce(&mut StreamRequest<'_>)) 
             }
         }
     }
-    let refs: Vec<&Message> = history.iter().collect();
-    let tools = round_trip_tools();
-    let mut request = StreamRequest::new("gpt-x", "You are terse.", &refs);
-    request.tools = &tools;
-    adjust(&mut request);
-    body(config, &request)
+    with_round_trip_request(&history, "gpt-x", adjust, |request| body(config, request))
 }
 
 #[test]
