@@ -28,11 +28,7 @@ fn respond(request: &StreamRequest<'_>) -> MockResponse {
 }
 
 fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
+    sinew_testing::memory_kb("VmHWM").unwrap_or(0)
 }
 
 fn main() {

@@ -90,11 +90,7 @@ fn compaction_times() {
 }
 
 fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
+    sinew_testing::memory_kb("VmRSS").unwrap_or(0)
 }
 
 /// The turn of the load test: the model calls `echo` with about 3,000 tokens, then answers.

@@ -9,6 +9,7 @@
 //!   bodies in timed chunks, dropped connections and hanging responses, for transport tests.
 //! - [`stream_outcome`], [`text_deltas`], [`terminal_count`], [`assert_chunking_changes_nothing`],
 //!   [`assert_byte_by_byte_changes_nothing`]: what every decoder test checks.
+//! - [`memory_kb`]: process memory figures for benchmarks.
 //! - [`round_trip_history`], [`round_trip_tools`], [`with_round_trip_request`]: what request
 //!   builders are snapshot-tested on.
 //! - [`mockllm`]: the reference benchmark's mock model (OpenAI Chat and Anthropic), served by
@@ -55,3 +56,21 @@ pub use history::{round_trip_history, round_trip_tools, with_round_trip_request}
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};
+
+/// A memory figure of this process in KiB, from `/proc/self/status` (`"VmRSS"` now, `"VmHWM"`
+/// the peak); `None` where there is no such file (not Linux). For benchmarks.
+pub fn memory_kb(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn memory_figures_come_from_proc() {
+        let (now, peak) = (super::memory_kb("VmRSS").unwrap(), super::memory_kb("VmHWM").unwrap());
+        assert!(now > 0 && peak >= now, "{now} {peak}");
+        assert_eq!(super::memory_kb("VmNothing"), None);
+    }
+}

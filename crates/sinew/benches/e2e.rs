@@ -101,11 +101,7 @@ fn cpu_seconds() -> f64 {
 }
 
 fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        .unwrap_or(0)
+    sinew::testing::memory_kb("VmHWM").unwrap_or(0)
 }
 
 /// Starts `sinew-mockllm` on a free port and waits until it listens.

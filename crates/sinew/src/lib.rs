@@ -26,6 +26,7 @@
 //! - `openai-responses`: [`openai_responses`] (`sinew-provider-openai-responses`), with Azure.
 //! - `gemini`: [`gemini`] (`sinew-provider-gemini`), with Vertex AI.
 //! - `bedrock`: [`bedrock`] (`sinew-provider-bedrock`).
+//! - `http`: [`http`] (`sinew-http`), the HTTP layer; on with any provider.
 //! - `tools` (default): [`tools`] (`sinew-tools`): bash, read, write, edit, list and search.
 //! - `tiktoken`: `compaction::TiktokenCounter`, OpenAI's tokenizer for exact token counts.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
@@ -42,13 +43,7 @@ pub use sinew_agent::*;
 pub use sinew_core::*;
 
 /// The HTTP layer the providers share.
-#[cfg(any(
-    feature = "anthropic",
-    feature = "openai",
-    feature = "openai-responses",
-    feature = "gemini",
-    feature = "bedrock"
-))]
+#[cfg(feature = "http")]
 pub use sinew_http as http;
 /// Anthropic Messages.
 #[cfg(feature = "anthropic")]

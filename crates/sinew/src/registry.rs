@@ -38,13 +38,7 @@ impl ProviderRegistry {
     pub fn from_env() -> Self {
         #[allow(unused_mut)]
         let mut registry = ProviderRegistry::new();
-        #[cfg(any(
-            feature = "anthropic",
-            feature = "openai",
-            feature = "openai-responses",
-            feature = "gemini",
-            feature = "bedrock"
-        ))]
+        #[cfg(feature = "http")]
         let client = sinew_http::HttpClient::from_env();
         #[cfg(feature = "anthropic")]
         if let Ok(config) = sinew_provider_anthropic::AnthropicConfig::from_env() {
