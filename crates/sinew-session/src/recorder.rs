@@ -182,9 +182,14 @@ impl SessionRecorder {
         }
     }
 
-    /// Hands over the completed sessions, oldest completion first.
+    /// Hands over the completed sessions, oldest completion first. The recorder then forgets
+    /// their loops, so a long-lived recorder holds only what is still running.
     pub fn flush(&mut self) -> Vec<Session> {
-        std::mem::take(&mut self.completed)
+        let flushed = std::mem::take(&mut self.completed);
+        for record in flushed.iter().flat_map(|s| &s.loops) {
+            self.loops.remove(&record.loop_id);
+        }
+        flushed
     }
 
     /// A session still being recorded, or completed and not yet flushed.
@@ -301,4 +306,36 @@ impl SessionRecorder {
 /// The usage of a run: its assistant messages' usage, summed.
 fn usage_of(messages: &[AgentMessage]) -> Usage {
     messages.iter().filter_map(AgentMessage::as_assistant).fold(Usage::default(), |sum, m| sum.combine(&m.usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn flushing_forgets_the_flushed_loops() {
+        let mut recorder = SessionRecorder::default();
+        for (session, loop_id) in [("a", "a.1"), ("b", "b.1")] {
+            recorder.on_event(&AgentEvent::AgentStart {
+                agent_id: "agent".into(),
+                session_id: session.into(),
+                loop_id: loop_id.into(),
+                parent_loop_id: None,
+                continuation_kind: None,
+                model: String::new(),
+                provider: String::new(),
+                config_id: String::new(),
+            });
+        }
+        let loop_id: Arc<str> = "a.1".into();
+        recorder.on_event(&AgentEvent::AgentEnd {
+            loop_id,
+            messages: Vec::new(),
+            reason: sinew_core::EndReason::Completed,
+        });
+        assert_eq!(recorder.flush().len(), 1);
+        assert_eq!(recorder.loops.keys().collect::<Vec<_>>(), ["b.1"], "only the running loop is tracked");
+    }
 }

@@ -5,9 +5,8 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::model::Session;
 
-/// Where sessions live. Three implementations: [`JsonFileStore`](crate::JsonFileStore) (a
-/// directory of JSON files), `SqliteStore` and `PostgresStore` (features `sqlite`, `postgres`).
-/// All pass the same conformance suite.
+/// Where sessions live. [`JsonFileStore`](crate::JsonFileStore) keeps them in a directory of JSON
+/// files; every store passes the same conformance suite (the crate's `tests/it/conformance.rs`).
 #[async_trait]
 pub trait SessionStore: Send + Sync {
     /// Writes `session` whole, replacing what was stored under its id. Atomic: a reader (or a

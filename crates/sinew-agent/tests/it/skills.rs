@@ -49,6 +49,18 @@ fn missing_directories_and_stray_entries_are_ignored_and_bad_skills_reported() {
 }
 
 #[test]
+fn a_skills_path_that_is_not_a_directory_is_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("skills");
+    fs::write(&file, "not a directory").unwrap();
+    let set = SkillSet::load([&file]);
+    assert!(set.is_empty());
+    assert_eq!(set.skipped().len(), 1);
+    assert_eq!(set.skipped()[0].path, file);
+    assert!(set.skipped()[0].reason.starts_with("cannot read the directory"), "{}", set.skipped()[0].reason);
+}
+
+#[test]
 fn merge_lets_the_other_set_win() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     skill(a.path(), "x", "x", "from a");

@@ -71,6 +71,17 @@ fn bad_files_are_clear_errors() {
     assert_eq!(error.to_string(), "session future has format version 2; this build reads up to 1");
 }
 
+#[test]
+fn a_store_path_that_is_a_file_is_a_clear_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sessions");
+    std::fs::write(&file, "a file").unwrap();
+    let error = list_session_ids(&file).unwrap_err();
+    assert!(matches!(&error, SessionError::Io { path, .. } if *path == file), "{error}");
+    let error = save_session(&file, &session("x", "a", 1)).unwrap_err();
+    assert_eq!(error.to_string(), format!("cannot access {}", file.display()));
+}
+
 /// The writer half of the crash test: saves ever larger versions of one session until killed.
 #[test]
 fn crash_writer_child() {
