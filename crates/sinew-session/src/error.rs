@@ -25,13 +25,24 @@ pub enum SessionError {
     },
     #[error("session {id} has format version {found}; this build reads up to {supported}")]
     UnsupportedFormat { id: String, found: u32, supported: u32 },
-    /// The database failed.
-    #[error("session database error: {0}")]
-    Database(String),
+    /// The database failed (connecting, a migration, or a statement).
+    #[error("session database error while {doing}")]
+    Database {
+        doing: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// `Result` with [`SessionError`].
 pub type Result<T, E = SessionError> = std::result::Result<T, E>;
+
+impl SessionError {
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn database(doing: &'static str) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> Self {
+        move |source| SessionError::Database { doing, source }
+    }
+}
 
 /// Checks that `id` can safely name a file or a row.
 pub(crate) fn check_id(id: &str) -> Result<()> {

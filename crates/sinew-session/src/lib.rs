@@ -19,6 +19,10 @@ mod error;
 mod json;
 mod model;
 mod recorder;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 
 pub use error::{Result, SessionError};
@@ -30,4 +34,6 @@ pub use model::{
     Session, SpawnRef,
 };
 pub use recorder::{EventRecording, Formation, SessionRecorder};
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
 pub use store::SessionStore;

@@ -49,6 +49,18 @@ impl Session {
         self.loops.iter_mut().find(|l| l.loop_id == loop_id)
     }
 
+    /// The metadata half of [`Session::merge`]: the later `updated_at` (and its spawn reference,
+    /// if it has one), the earlier `created_at`.
+    pub fn merge_header(&mut self, other: &Session) {
+        if other.updated_at >= self.updated_at {
+            self.updated_at = other.updated_at;
+            if other.parent_spawn_ref.is_some() {
+                self.parent_spawn_ref.clone_from(&other.parent_spawn_ref);
+            }
+        }
+        self.created_at = self.created_at.min(other.created_at);
+    }
+
     /// Loops without a parent in this session, in order.
     pub fn root_loops(&self) -> Vec<&LoopRecord> {
         self.loops.iter().filter(|l| l.parent_loop_id.as_deref().is_none_or(|p| self.get_loop(p).is_none())).collect()
@@ -71,13 +83,7 @@ impl Session {
     /// Adds `other`'s loops: a loop already here (same id) is replaced in place, a new one is
     /// appended. Metadata is taken from whichever session was updated last.
     pub fn merge(&mut self, other: Session) {
-        if other.updated_at >= self.updated_at {
-            self.updated_at = other.updated_at;
-            if other.parent_spawn_ref.is_some() {
-                self.parent_spawn_ref = other.parent_spawn_ref;
-            }
-        }
-        self.created_at = self.created_at.min(other.created_at);
+        self.merge_header(&other);
         for record in other.loops {
             match self.loops.iter_mut().find(|l| l.loop_id == record.loop_id) {
                 Some(existing) => *existing = record,

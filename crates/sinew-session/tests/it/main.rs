@@ -3,6 +3,8 @@
 mod conformance;
 mod json_files;
 mod recorder;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use sinew_core::{AgentMessage, AssistantMessage, Content, Usage};
 use sinew_session::{LoopRecord, LoopStatus, Session};
