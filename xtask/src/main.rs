@@ -72,6 +72,9 @@ fn ci(root: &Path) -> Result<()> {
     tidy::run(root)?;
     codegen::run(root, true)?;
 
+    if std::env::var_os("SINEW_TEST_POSTGRES_URL").is_none() {
+        eprintln!("note: SINEW_TEST_POSTGRES_URL is not set: the PostgreSQL session store tests are ignored");
+    }
     let mut tests = cargo();
     if has_cargo_subcommand("nextest") {
         tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);

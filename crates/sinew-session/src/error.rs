@@ -39,8 +39,10 @@ pub type Result<T, E = SessionError> = std::result::Result<T, E>;
 
 impl SessionError {
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
-    pub(crate) fn database(doing: &'static str) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> Self {
-        move |source| SessionError::Database { doing, source }
+    pub(crate) fn database<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+        doing: &'static str,
+    ) -> impl FnOnce(E) -> Self {
+        move |source| SessionError::Database { doing, source: source.into() }
     }
 }
 

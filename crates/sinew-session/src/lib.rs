@@ -3,7 +3,12 @@
 //! - [`Session`], [`LoopRecord`] and the link types: one record per run ("loop"), with its
 //!   messages, usage, events and tree links (continuations, sub-agents, parallel branches).
 //! - [`SessionRecorder`]: builds sessions from the agent events of any number of runs.
-//! - [`SessionStore`]: persistence, with [`JsonFileStore`] (a directory of JSON files).
+//! - [`SessionStore`]: persistence, with three stores that pass one conformance suite:
+//!   [`JsonFileStore`] (a directory of JSON files), `SqliteStore` (one embedded database file)
+//!   and `PostgresStore` (a database shared by several application instances).
+//!
+//! Features: `sqlite` (default) adds `SqliteStore`, with SQLite compiled in; `postgres` adds
+//! `PostgresStore`, a pooled PostgreSQL client (tokio-postgres, deadpool).
 //!
 //! ```
 //! use sinew_session::{Formation, SessionRecorder};
@@ -18,6 +23,8 @@
 mod error;
 mod json;
 mod model;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recorder;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
@@ -33,6 +40,8 @@ pub use model::{
     ChildLoopRef, LoopConfigSnapshot, LoopEvent, LoopRecord, LoopStatus, ParallelGroupRecord, SESSION_FORMAT_VERSION,
     Session, SpawnRef,
 };
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use recorder::{EventRecording, Formation, SessionRecorder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -38,10 +38,6 @@ const MIGRATIONS: &[&str] = &["
 /// How long a statement waits for another connection's (or process's) write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-fn db(doing: &'static str) -> impl FnOnce(rusqlite::Error) -> SessionError {
-    move |error| SessionError::database(doing)(Box::new(error))
-}
-
 /// A [`SessionStore`] in one SQLite database file.
 ///
 /// The database runs in WAL mode: readers never wait for a writer, and writes from other
@@ -89,34 +85,38 @@ impl SqliteStore {
             result
         })
         .await
-        .map_err(|e| SessionError::database("running a blocking task")(Box::new(e)))?
+        .map_err(SessionError::database("running a blocking task"))?
     }
 }
 
 fn connect(path: &Path) -> Result<Connection> {
-    let connection = Connection::open(path).map_err(db("opening the database"))?;
-    connection.busy_timeout(BUSY_TIMEOUT).map_err(db("opening the database"))?;
+    let connection = Connection::open(path).map_err(SessionError::database("opening the database"))?;
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(SessionError::database("opening the database"))?;
     connection
         .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
-        .map_err(db("opening the database"))?;
+        .map_err(SessionError::database("opening the database"))?;
     Ok(connection)
 }
 
 /// Applies the migrations the database lacks, in one write transaction, so concurrent openers
 /// apply each exactly once.
 fn migrate(connection: &mut Connection) -> Result<()> {
-    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("migrating"))?;
-    let applied: usize = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(db("migrating"))?;
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(SessionError::database("migrating"))?;
+    let applied: usize =
+        tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(SessionError::database("migrating"))?;
     if applied > MIGRATIONS.len() {
-        return Err(SessionError::database("migrating")(
-            format!("the database has schema version {applied}; this build knows up to {}", MIGRATIONS.len()).into(),
-        ));
+        return Err(SessionError::database("migrating")(format!(
+            "the database has schema version {applied}; this build knows up to {}",
+            MIGRATIONS.len()
+        )));
     }
     for migration in &MIGRATIONS[applied..] {
-        tx.execute_batch(migration).map_err(db("migrating"))?;
+        tx.execute_batch(migration).map_err(SessionError::database("migrating"))?;
     }
-    tx.pragma_update(None, "user_version", MIGRATIONS.len()).map_err(db("migrating"))?;
-    tx.commit().map_err(db("migrating"))
+    tx.pragma_update(None, "user_version", MIGRATIONS.len()).map_err(SessionError::database("migrating"))?;
+    tx.commit().map_err(SessionError::database("migrating"))
 }
 
 fn write_header(tx: &rusqlite::Transaction<'_>, session: &Session) -> Result<()> {
@@ -135,7 +135,7 @@ fn write_header(tx: &rusqlite::Transaction<'_>, session: &Session) -> Result<()>
             spawn_ref_json(session)?,
         ],
     )
-    .map_err(db("writing a session"))?;
+    .map_err(SessionError::database("writing a session"))?;
     Ok(())
 }
 
@@ -147,9 +147,11 @@ fn upsert_loops(tx: &rusqlite::Transaction<'_>, session: &Session) -> Result<()>
              VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM sinew_loops WHERE session_id = ?1), ?3)
              ON CONFLICT (session_id, loop_id) DO UPDATE SET record = excluded.record",
         )
-        .map_err(db("writing a loop"))?;
+        .map_err(SessionError::database("writing a loop"))?;
     for (loop_id, record) in loop_rows(session)? {
-        upsert.execute(params![session.session_id, loop_id, record]).map_err(db("writing a loop"))?;
+        upsert
+            .execute(params![session.session_id, loop_id, record])
+            .map_err(SessionError::database("writing a loop"))?;
     }
     Ok(())
 }
@@ -172,7 +174,7 @@ fn read_header(connection: &Connection, session_id: &str) -> Result<Option<Sessi
             },
         )
         .optional()
-        .map_err(db("reading a session"))?
+        .map_err(SessionError::database("reading a session"))?
         .map(HeaderRow::into_session)
         .transpose()
 }
@@ -182,10 +184,10 @@ fn read_session(tx: &rusqlite::Transaction<'_>, session_id: &str) -> Result<Sess
     let mut session = read_header(tx, session_id)?.ok_or_else(|| SessionError::NotFound(session_id.to_owned()))?;
     let mut select = tx
         .prepare_cached("SELECT record FROM sinew_loops WHERE session_id = ?1 ORDER BY seq")
-        .map_err(db("reading a session"))?;
-    let mut rows = select.query([session_id]).map_err(db("reading a session"))?;
-    while let Some(row) = rows.next().map_err(db("reading a session"))? {
-        let json: String = row.get(0).map_err(db("reading a session"))?;
+        .map_err(SessionError::database("reading a session"))?;
+    let mut rows = select.query([session_id]).map_err(SessionError::database("reading a session"))?;
+    while let Some(row) = rows.next().map_err(SessionError::database("reading a session"))? {
+        let json: String = row.get(0).map_err(SessionError::database("reading a session"))?;
         session.loops.push(parse_loop(session_id, &json)?);
     }
     Ok(session)
@@ -197,11 +199,14 @@ impl SessionStore for SqliteStore {
         check_id(&session.session_id)?;
         let session = session.clone();
         self.with(move |connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("saving"))?;
+            let tx = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(SessionError::database("saving"))?;
             write_header(&tx, &session)?;
-            tx.execute("DELETE FROM sinew_loops WHERE session_id = ?1", [&session.session_id]).map_err(db("saving"))?;
+            tx.execute("DELETE FROM sinew_loops WHERE session_id = ?1", [&session.session_id])
+                .map_err(SessionError::database("saving"))?;
             upsert_loops(&tx, &session)?;
-            tx.commit().map_err(db("saving"))
+            tx.commit().map_err(SessionError::database("saving"))
         })
         .await
     }
@@ -211,7 +216,9 @@ impl SessionStore for SqliteStore {
         let session = session.clone();
         self.with(move |connection| {
             // IMMEDIATE takes the write lock first, so merges of one session serialize.
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db("merging"))?;
+            let tx = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(SessionError::database("merging"))?;
             let header = match read_header(&tx, &session.session_id)? {
                 Some(mut stored) => {
                     stored.merge_header(&session);
@@ -221,7 +228,7 @@ impl SessionStore for SqliteStore {
             };
             write_header(&tx, &header)?;
             upsert_loops(&tx, &session)?;
-            tx.commit().map_err(db("merging"))
+            tx.commit().map_err(SessionError::database("merging"))
         })
         .await
     }
@@ -230,7 +237,7 @@ impl SessionStore for SqliteStore {
         check_id(session_id)?;
         let id = session_id.to_owned();
         self.with(move |connection| {
-            let tx = connection.transaction().map_err(db("reading a session"))?;
+            let tx = connection.transaction().map_err(SessionError::database("reading a session"))?;
             read_session(&tx, &id)
         })
         .await
@@ -240,9 +247,9 @@ impl SessionStore for SqliteStore {
         self.with(|connection| {
             let mut select = connection
                 .prepare_cached("SELECT session_id FROM sinew_sessions ORDER BY updated_at DESC, session_id")
-                .map_err(db("listing sessions"))?;
-            let ids = select.query_map([], |row| row.get(0)).map_err(db("listing sessions"))?;
-            ids.collect::<Result<_, _>>().map_err(db("listing sessions"))
+                .map_err(SessionError::database("listing sessions"))?;
+            let ids = select.query_map([], |row| row.get(0)).map_err(SessionError::database("listing sessions"))?;
+            ids.collect::<Result<_, _>>().map_err(SessionError::database("listing sessions"))
         })
         .await
     }
@@ -253,7 +260,7 @@ impl SessionStore for SqliteStore {
         self.with(move |connection| {
             let deleted = connection
                 .execute("DELETE FROM sinew_sessions WHERE session_id = ?1", [&id])
-                .map_err(db("deleting a session"))?;
+                .map_err(SessionError::database("deleting a session"))?;
             if deleted == 0 { Err(SessionError::NotFound(id)) } else { Ok(()) }
         })
         .await
@@ -262,15 +269,15 @@ impl SessionStore for SqliteStore {
     async fn load_for_agent(&self, agent_id: &str) -> Result<Vec<Session>> {
         let agent = agent_id.to_owned();
         self.with(move |connection| {
-            let tx = connection.transaction().map_err(db("listing sessions"))?;
+            let tx = connection.transaction().map_err(SessionError::database("listing sessions"))?;
             let ids: Vec<String> = {
                 let mut select = tx
                     .prepare_cached(
                         "SELECT session_id FROM sinew_sessions WHERE agent_id = ?1 ORDER BY updated_at DESC, session_id",
                     )
-                    .map_err(db("listing sessions"))?;
-                let ids = select.query_map([&agent], |row| row.get(0)).map_err(db("listing sessions"))?;
-                ids.collect::<Result<_, _>>().map_err(db("listing sessions"))?
+                    .map_err(SessionError::database("listing sessions"))?;
+                let ids = select.query_map([&agent], |row| row.get(0)).map_err(SessionError::database("listing sessions"))?;
+                ids.collect::<Result<_, _>>().map_err(SessionError::database("listing sessions"))?
             };
             ids.iter().map(|id| read_session(&tx, id)).collect()
         })

@@ -12,6 +12,14 @@ pub(crate) async fn round_trip(store: &dyn SessionStore) {
     let mut original = session("s-round", "agent-a", 3);
     original.loops[1].children_loop_ids = vec!["s-round.mock.m.3".into()];
     original.loops[2].parent_loop_id = Some("s-round.mock.m.2".into());
+    // What tool output may hold: a NUL, quotes, non-ASCII, a lone backslash.
+    original.loops[0].messages.push(sinew_core::AgentMessage::user("nul \u{0} \"quoted\" žluťoučký 🦀 \\"));
+    original.parent_spawn_ref = Some(sinew_session::SpawnRef {
+        parent_session_id: "p".into(),
+        parent_loop_id: "p.1".into(),
+        tool_call_id: "call_1".into(),
+        tool_name: "delegate".into(),
+    });
     store.save(&original).await.unwrap();
     let loaded = store.load("s-round").await.unwrap();
     assert_eq!(loaded, original);
@@ -131,56 +139,66 @@ pub(crate) async fn hostile_ids_are_refused(store: &dyn SessionStore) {
 }
 
 /// Declares the suite's tests for a store built by `$make` (an async expression giving
-/// `(store, guard)`; the guard lives as long as the test).
+/// `(store, guard)`; the guard lives as long as the test). Attributes after it go on each test.
 #[macro_export]
 macro_rules! store_conformance {
-    ($make:expr) => {
+    ($make:expr $(, #[$attribute:meta])* $(,)?) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn round_trip() {
             let (store, _guard) = $make.await;
             $crate::conformance::round_trip(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn save_replaces() {
             let (store, _guard) = $make.await;
             $crate::conformance::save_replaces(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn missing_sessions_are_not_found() {
             let (store, _guard) = $make.await;
             $crate::conformance::missing_sessions_are_not_found(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn list_is_newest_first() {
             let (store, _guard) = $make.await;
             $crate::conformance::list_is_newest_first(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn delete_removes() {
             let (store, _guard) = $make.await;
             $crate::conformance::delete_removes(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn sessions_of_one_agent() {
             let (store, _guard) = $make.await;
             $crate::conformance::sessions_of_one_agent(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn merge_appends_and_replaces() {
             let (store, _guard) = $make.await;
             $crate::conformance::merge_appends_and_replaces(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn concurrent_merges_lose_nothing() {
             let (store, _guard) = $make.await;
             $crate::conformance::concurrent_merges_lose_nothing(store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn get_or_create_keeps_what_is_there() {
             let (store, _guard) = $make.await;
             $crate::conformance::get_or_create_keeps_what_is_there(&*store).await;
         }
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        $(#[$attribute])*
         async fn hostile_ids_are_refused() {
             let (store, _guard) = $make.await;
             $crate::conformance::hostile_ids_are_refused(&*store).await;

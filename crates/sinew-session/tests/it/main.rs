@@ -2,6 +2,8 @@
 
 mod conformance;
 mod json_files;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recorder;
 #[cfg(feature = "sqlite")]
 mod sqlite;
