@@ -168,7 +168,7 @@ fn tool_context(
     id: &str,
     name: &str,
 ) -> ToolContext {
-    let mut ctx = ToolContext::new(id, name, cancel.child_token());
+    let mut ctx = ToolContext::new(id, name, cancel.child_token()).with_loop_id(emitter.loop_id());
     let (updates, before, after) = (
         emitter.clone(),
         config.hooks.before_tool_execution_update.clone(),

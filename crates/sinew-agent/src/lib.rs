@@ -58,6 +58,7 @@ mod error;
 mod execution;
 pub mod skills;
 mod snapshot;
+mod sub_agent;
 
 pub use agent::{Agent, AgentHandle, AgentRun, SUPERSEDED};
 pub use agent_loop::{LoopOutcome, NOT_EXECUTED, agent_loop, agent_loop_continue, agent_loop_resume};
@@ -72,3 +73,4 @@ pub use error::{Error, Result};
 pub use execution::{ABORTED, SKIPPED_BY_HOOK, SKIPPED_FOR_STEERING};
 pub use skills::{Skill, SkillError, SkillSet};
 pub use snapshot::{AgentSnapshot, SNAPSHOT_FORMAT_VERSION};
+pub use sub_agent::{DEFAULT_SUB_AGENT_MAX_TURNS, NO_TEXT_OUTPUT, SubAgentTool, extract_final_text};

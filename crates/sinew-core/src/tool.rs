@@ -57,6 +57,9 @@ pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct ToolContext {
     pub tool_call_id: String,
     pub tool_name: String,
+    /// The run that called the tool (`None` outside an agent loop). A sub-agent tool makes it its
+    /// child run's `parent_loop_id`.
+    pub loop_id: Option<Arc<str>>,
     /// Cancelled when the run is aborted. Long-running tools must watch it.
     pub cancel: CancellationToken,
     pub on_update: Option<ToolUpdateFn>,
@@ -69,10 +72,18 @@ impl ToolContext {
         ToolContext {
             tool_call_id: tool_call_id.into(),
             tool_name: tool_name.into(),
+            loop_id: None,
             cancel,
             on_update: None,
             on_progress: None,
         }
+    }
+
+    /// Sets the calling run's loop id.
+    #[must_use]
+    pub fn with_loop_id(mut self, loop_id: Arc<str>) -> Self {
+        self.loop_id = Some(loop_id);
+        self
     }
 
     /// Reports a partial result (shown as a `ToolExecutionUpdate` event).
@@ -100,6 +111,7 @@ impl fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("tool_call_id", &self.tool_call_id)
             .field("tool_name", &self.tool_name)
+            .field("loop_id", &self.loop_id)
             .field("cancelled", &self.cancel.is_cancelled())
             .finish_non_exhaustive()
     }

@@ -141,24 +141,37 @@ impl SessionRecorder {
             AgentEvent::ToolExecutionEnd { loop_id, tool_call_id, tool_name, child_loop_id: Some(child), .. } => {
                 self.record_event(loop_id, event);
                 let child_session = self.loops.get(child).cloned().unwrap_or_default();
-                if let Some(record) = self.loop_mut(loop_id)
-                    && !record.child_loop_refs.iter().any(|r| r.child_loop_id == *child)
-                {
-                    record.child_loop_refs.push(ChildLoopRef {
-                        tool_call_id: tool_call_id.clone(),
-                        tool_name: tool_name.clone(),
-                        child_session_id: child_session.clone(),
-                        child_loop_id: child.clone(),
-                    });
+                let parent_session = self.loops.get(loop_id.as_ref()).cloned().unwrap_or_default();
+                if let Some(record) = self.loop_mut(loop_id) {
+                    if !record.child_loop_refs.iter().any(|r| r.child_loop_id == *child) {
+                        record.child_loop_refs.push(ChildLoopRef {
+                            tool_call_id: tool_call_id.clone(),
+                            tool_name: tool_name.clone(),
+                            child_session_id: child_session.clone(),
+                            child_loop_id: child.clone(),
+                        });
+                    }
+                    // The child may have started before this run was recorded (its events were
+                    // fed first): link it now.
+                    if !record.children_loop_ids.contains(child) {
+                        record.children_loop_ids.push(child.clone());
+                    }
                 }
-                // Enrich the child session's spawn reference, wherever it is now.
-                let enrich = |session: &mut Session| {
-                    if let Some(spawn) = &mut session.parent_spawn_ref
-                        && spawn.parent_loop_id == **loop_id
-                    {
+                // Complete the child session's spawn reference, wherever it is now.
+                let enrich = |session: &mut Session| match &mut session.parent_spawn_ref {
+                    Some(spawn) if spawn.parent_loop_id == **loop_id => {
                         spawn.tool_call_id.clone_from(tool_call_id);
                         spawn.tool_name.clone_from(tool_name);
                     }
+                    None if !parent_session.is_empty() && parent_session != session.session_id => {
+                        session.parent_spawn_ref = Some(SpawnRef {
+                            parent_session_id: parent_session.clone(),
+                            parent_loop_id: loop_id.to_string(),
+                            tool_call_id: tool_call_id.clone(),
+                            tool_name: tool_name.clone(),
+                        });
+                    }
+                    _ => {}
                 };
                 if let Some(session) = self.open.get_mut(&child_session) {
                     enrich(session);

@@ -28,6 +28,9 @@
 //! - `bedrock`: [`bedrock`] (`sinew-provider-bedrock`).
 //! - `http`: [`http`] (`sinew-http`), the HTTP layer; on with any provider.
 //! - `tools` (default): [`tools`] (`sinew-tools`): bash, read, write, edit, list and search.
+//! - `sessions` (default): [`session`] (`sinew-session`): the session recorder, and session stores
+//!   in JSON files and SQLite.
+//! - `postgres`: `session::PostgresStore`, sessions in PostgreSQL.
 //! - `tiktoken`: `compaction::TiktokenCounter`, OpenAI's tokenizer for exact token counts.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
 //! - `full`: every feature above.
@@ -67,6 +70,9 @@ pub use sinew_agent as agent;
 pub use sinew_compaction as compaction;
 /// The vocabulary crate, also re-exported at the root.
 pub use sinew_core as core;
+/// Sessions: the recorder and the stores.
+#[cfg(feature = "sessions")]
+pub use sinew_session as session;
 /// The test kit.
 #[cfg(feature = "testing")]
 pub use sinew_testing as testing;

@@ -10,6 +10,7 @@ mod limits_retry;
 mod property;
 mod skills;
 mod spans;
+mod sub_agent;
 mod tools;
 
 use std::sync::{Arc, Mutex};

@@ -260,3 +260,54 @@ fn sessions_round_trip_through_json() {
         assert_eq!(serde_json::from_str::<sinew_session::Session>(&json).unwrap(), session);
     }
 }
+
+/// A real sub-agent run, recorded from both sides and stored: parent → child through the tool
+/// call's `ChildLoopRef`, child → parent through `parent_loop_id` and the child session's
+/// `SpawnRef` (REQ-194, REQ-195, REQ-214). The child's events reach the recorder first (its
+/// observer fires as they happen, the parent's events are fed after the run): the harder order.
+#[tokio::test]
+async fn a_sub_agent_run_is_linked_both_ways_and_survives_a_store() {
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+    use sinew_agent::SubAgentTool;
+    use sinew_session::{JsonFileStore, SessionStore};
+
+    let recorder = Arc::new(Mutex::new(SessionRecorder::new(Formation::PerSessionId)));
+    let feed = Arc::clone(&recorder);
+    let helper = SubAgentTool::new("helper", MockProvider::new([MockResponse::text("child answer")]), "small")
+        .with_event_observer(move |event| feed.lock().unwrap().on_event(event));
+    let parent = MockProvider::new([
+        MockResponse::new().tool_call("call_7", "helper", json!({"task": "help"})),
+        MockResponse::text("parent answer"),
+    ]);
+    let mut agent = Agent::new(parent, "large").with_tool(helper);
+    let (events, outcome) = agent.prompt("delegate").collect().await;
+    for event in &events {
+        recorder.lock().unwrap().on_event(event);
+    }
+    let sessions = recorder.lock().unwrap().flush();
+    assert_eq!(sessions.len(), 2, "the parent's session and the child's");
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonFileStore::new(dir.path());
+    for session in &sessions {
+        store.merge(session).await.unwrap();
+    }
+    let parent = store.load(agent.session_id()).await.unwrap();
+    let parent_loop = parent.get_loop(&outcome.loop_id).unwrap();
+    let [child_ref] = parent_loop.child_loop_refs.as_slice() else { panic!("{:?}", parent_loop.child_loop_refs) };
+    assert_eq!((child_ref.tool_call_id.as_str(), child_ref.tool_name.as_str()), ("call_7", "helper"));
+
+    let child = store.load(&child_ref.child_session_id).await.unwrap();
+    assert_eq!(child.agent_id, "helper");
+    let child_loop = child.get_loop(&child_ref.child_loop_id).unwrap();
+    assert_eq!(child_loop.parent_loop_id.as_deref(), Some(outcome.loop_id.as_str()));
+    assert_eq!(child_loop.status, LoopStatus::Completed);
+    assert_eq!(child_loop.messages.last().unwrap().as_assistant().unwrap().text(), "child answer");
+    let spawn = child.parent_spawn_ref.as_ref().unwrap();
+    assert_eq!(
+        (spawn.parent_session_id.as_str(), spawn.parent_loop_id.as_str(), spawn.tool_call_id.as_str()),
+        (agent.session_id(), outcome.loop_id.as_str(), "call_7")
+    );
+}
