@@ -55,7 +55,9 @@ mod approval;
 mod config;
 mod emit;
 mod error;
+mod evaluation;
 mod execution;
+mod parallel;
 pub mod skills;
 mod snapshot;
 mod sub_agent;
@@ -70,7 +72,15 @@ pub use config::{
 };
 pub use emit::{EventReceiver, EventSender, event_channel};
 pub use error::{Error, Result};
+pub use evaluation::{
+    DEFAULT_JUDGE_PROMPT, ElaborateEvaluation, JudgeFit, LlmJudgeEvaluation, PickFirstEvaluation,
+    TokenEfficientEvaluation, TransparentEvaluation,
+};
 pub use execution::{ABORTED, SKIPPED_BY_HOOK, SKIPPED_FOR_STEERING};
+pub use parallel::{
+    Evaluation, EvaluationDecision, EvaluationInput, EvaluationStrategy, ParallelLoopOutcome, ParallelLoopResult,
+    agent_loop_parallel,
+};
 pub use skills::{Skill, SkillError, SkillSet};
 pub use snapshot::{AgentSnapshot, SNAPSHOT_FORMAT_VERSION};
 pub use sub_agent::{DEFAULT_SUB_AGENT_MAX_TURNS, NO_TEXT_OUTPUT, SubAgentTool, extract_final_text};

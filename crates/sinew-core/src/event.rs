@@ -112,6 +112,28 @@ pub enum AgentEvent {
         tokens_before: usize,
         tokens_after: usize,
     },
+    /// Branch runs of one parallel group are about to start (`agent_loop_parallel`). `loop_id`
+    /// is the group's id; `loop_ids` are the branches' loop ids, in configuration order.
+    #[serde(rename_all = "camelCase")]
+    ParallelLoopStart {
+        loop_id: Arc<str>,
+        agent_id: Arc<str>,
+        session_id: Arc<str>,
+        loop_ids: Vec<String>,
+        /// The evaluation strategy's name.
+        strategy: String,
+    },
+    /// Every branch of the group ended and the strategy decided. `selected_index` is the
+    /// winner's configuration index, `None` when the strategy selected none.
+    #[serde(rename_all = "camelCase")]
+    ParallelLoopEnd {
+        loop_id: Arc<str>,
+        session_id: Arc<str>,
+        selected_loop_id: Option<String>,
+        selected_index: Option<usize>,
+        /// What the evaluation itself used (a judge model's calls).
+        evaluation_usage: crate::Usage,
+    },
 }
 
 impl AgentEvent {
@@ -132,7 +154,9 @@ impl AgentEvent {
             | AgentEvent::InputRejected { loop_id, .. }
             | AgentEvent::ToolApprovalRequest { loop_id, .. }
             | AgentEvent::ProviderRetry { loop_id, .. }
-            | AgentEvent::ContextCompacted { loop_id, .. } => loop_id,
+            | AgentEvent::ContextCompacted { loop_id, .. }
+            | AgentEvent::ParallelLoopStart { loop_id, .. }
+            | AgentEvent::ParallelLoopEnd { loop_id, .. } => loop_id,
         }
     }
 
@@ -155,6 +179,8 @@ impl AgentEvent {
             AgentEvent::ToolApprovalRequest { .. } => "tool_approval_request",
             AgentEvent::ProviderRetry { .. } => "provider_retry",
             AgentEvent::ContextCompacted { .. } => "context_compacted",
+            AgentEvent::ParallelLoopStart { .. } => "parallel_loop_start",
+            AgentEvent::ParallelLoopEnd { .. } => "parallel_loop_end",
         }
     }
 }

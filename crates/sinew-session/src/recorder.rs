@@ -4,7 +4,9 @@ use std::collections::HashMap;
 
 use sinew_core::{AgentEvent, AgentMessage, Usage, now_ms};
 
-use crate::model::{ChildLoopRef, LoopConfigSnapshot, LoopEvent, LoopRecord, LoopStatus, Session, SpawnRef};
+use crate::model::{
+    ChildLoopRef, LoopConfigSnapshot, LoopEvent, LoopRecord, LoopStatus, ParallelGroupRecord, Session, SpawnRef,
+};
 
 /// Which session a loop is recorded into.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,6 +55,9 @@ pub struct SessionRecorder {
     loops: HashMap<String, String>,
     /// agent id → its session under [`Formation::PerAgent`].
     agents: HashMap<String, String>,
+    /// Parallel groups not yet decided → the session holding their branches, which stays open
+    /// until the decision is recorded.
+    groups: HashMap<String, String>,
 }
 
 impl SessionRecorder {
@@ -179,6 +184,36 @@ impl SessionRecorder {
                 } else if let Some(session) = self.completed.iter_mut().find(|s| s.session_id == child_session) {
                     enrich(session);
                 }
+            }
+            AgentEvent::ParallelLoopStart { loop_id: group_id, agent_id, session_id, loop_ids, strategy } => {
+                let key = self.session_key(agent_id, session_id);
+                for branch in loop_ids {
+                    self.register_pending(agent_id, session_id, branch).parallel_group = Some(ParallelGroupRecord {
+                        group_id: group_id.to_string(),
+                        branch_loop_ids: loop_ids.clone(),
+                        strategy: strategy.clone(),
+                        selected_loop_id: None,
+                        is_selected: false,
+                    });
+                }
+                self.groups.insert(group_id.to_string(), key);
+            }
+            AgentEvent::ParallelLoopEnd { loop_id: group_id, selected_loop_id, .. } => {
+                let Some(key) = self.groups.remove(group_id.as_ref()) else { return };
+                let session = match self.open.get_mut(&key) {
+                    Some(session) => session,
+                    None => match self.completed.iter_mut().find(|s| s.session_id == key) {
+                        Some(session) => session,
+                        None => return,
+                    },
+                };
+                for record in &mut session.loops {
+                    if let Some(group) = record.parallel_group.as_mut().filter(|g| *g.group_id == **group_id) {
+                        group.selected_loop_id.clone_from(selected_loop_id);
+                        group.is_selected = selected_loop_id.as_deref() == Some(record.loop_id.as_str());
+                    }
+                }
+                self.promote(&key);
             }
             other => {
                 let keep = match self.recording {
@@ -309,7 +344,8 @@ impl SessionRecorder {
                         .is_none_or(|l| l.status.is_closed())
                 })
         });
-        if loops_done && spawn_done {
+        let groups_done = !self.groups.values().any(|group_session| group_session == key);
+        if loops_done && spawn_done && groups_done {
             let session = self.open.remove(key).expect("checked above");
             self.completed.push(session);
         }

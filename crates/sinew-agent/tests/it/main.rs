@@ -7,6 +7,7 @@ mod compaction;
 mod hooks;
 mod identity;
 mod limits_retry;
+mod parallel;
 mod property;
 mod skills;
 mod spans;

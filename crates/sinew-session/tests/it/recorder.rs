@@ -311,3 +311,63 @@ async fn a_sub_agent_run_is_linked_both_ways_and_survives_a_store() {
         (agent.session_id(), outcome.loop_id.as_str(), "call_7")
     );
 }
+
+/// A real parallel group, recorded: the branches are registered ahead, the session is not handed
+/// over before the decision, and exactly one branch is marked selected (REQ-213).
+#[tokio::test]
+async fn a_parallel_group_is_recorded_with_its_decision() {
+    use std::sync::Arc;
+
+    use sinew_agent::{AgentContext, AgentLoopConfig, TokenEfficientEvaluation, agent_loop_parallel, event_channel};
+    use sinew_core::{AgentMessage, CancellationToken, StreamProvider};
+
+    let configs: Vec<AgentLoopConfig> = [("lean", 5), ("verbose", 50)]
+        .iter()
+        .map(|(text, tokens)| {
+            let mock: Arc<dyn StreamProvider> =
+                Arc::new(MockProvider::new([MockResponse::text(*text).usage(*tokens, 0)]));
+            AgentLoopConfig::new(mock, format!("model-{tokens}"))
+        })
+        .collect();
+    let mut context = AgentContext::default();
+    let (tx, mut rx) = event_channel();
+    let cancel = CancellationToken::new();
+    let result = agent_loop_parallel(
+        vec![AgentMessage::user("q")],
+        &mut context,
+        &configs,
+        &TokenEfficientEvaluation,
+        &tx,
+        &cancel,
+    )
+    .await
+    .unwrap();
+    drop(tx);
+    let mut recorder = SessionRecorder::new(Formation::PerSessionId);
+    let mut flushed = Vec::new();
+    while let Some(event) = rx.recv().await {
+        let is_end = event.kind() == "parallel_loop_end";
+        recorder.on_event(&event);
+        if event.kind() == "parallel_loop_start" {
+            let session = recorder.session(context.session_id.as_deref().unwrap()).unwrap();
+            assert!(session.loops.iter().all(|l| l.status == LoopStatus::Pending), "registered ahead");
+        }
+        let out = recorder.flush();
+        assert!(out.is_empty() || is_end, "handed over before the decision: {event:?}");
+        flushed.extend(out);
+    }
+    let [session] = flushed.as_slice() else { panic!("{} sessions", flushed.len()) };
+    assert_eq!(session.loops.len(), 2);
+    let selected: Vec<&str> = session
+        .loops
+        .iter()
+        .filter(|l| l.parallel_group.as_ref().unwrap().is_selected)
+        .map(|l| l.loop_id.as_str())
+        .collect();
+    assert_eq!(selected, [result.branches[0].outcome.loop_id.as_str()]);
+    let group = session.loops[1].parallel_group.as_ref().unwrap();
+    assert_eq!((group.group_id.as_str(), group.strategy.as_str()), (result.group_id.as_str(), "token_efficient"));
+    assert_eq!(group.selected_loop_id.as_deref(), selected.first().copied());
+    assert!(session.loops.iter().all(|l| l.status == LoopStatus::Completed));
+    assert_eq!(session.parallel_siblings(selected[0]).len(), 1);
+}

@@ -1,0 +1,237 @@
+//! Parallel evaluation: `agent_loop_parallel` and the five strategies (REQ-196…REQ-209).
+
+use std::sync::Arc;
+
+use sinew_agent::*;
+use sinew_core::*;
+use sinew_testing::{MockProvider, MockResponse, assert_history_valid};
+
+fn config(provider: &Arc<MockProvider>, model: &str) -> AgentLoopConfig {
+    AgentLoopConfig::new(Arc::clone(provider) as Arc<dyn StreamProvider>, model)
+}
+
+/// A branch config answering `text` with `tokens` total tokens.
+fn branch(text: &str, tokens: u64) -> (Arc<MockProvider>, AgentLoopConfig) {
+    let mock = Arc::new(MockProvider::new([MockResponse::text(text).usage(tokens, 0)]));
+    let config = config(&mock, &format!("model-{tokens}"));
+    (mock, config)
+}
+
+async fn run_parallel(
+    prompts: Vec<AgentMessage>,
+    context: &mut AgentContext,
+    configs: &[AgentLoopConfig],
+    strategy: &dyn EvaluationStrategy,
+) -> (ParallelLoopResult, Vec<AgentEvent>) {
+    let (tx, mut rx) = event_channel();
+    let result =
+        agent_loop_parallel(prompts, context, configs, strategy, &tx, &CancellationToken::new()).await.unwrap();
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(event) = rx.recv().await {
+        events.push(event);
+    }
+    (result, events)
+}
+
+#[tokio::test]
+async fn branches_run_concurrently_and_the_winner_becomes_the_history() {
+    let configs: Vec<AgentLoopConfig> = [("short", 10), ("long", 30)].iter().map(|(t, n)| branch(t, *n).1).collect();
+    let mut context = AgentContext {
+        agent_id: Some("agent".into()),
+        session_id: Some("S".into()),
+        loop_id: Some("S.earlier.1".into()),
+        ..AgentContext::default()
+    };
+    let (result, events) =
+        run_parallel(vec![AgentMessage::user("q")], &mut context, &configs, &TokenEfficientEvaluation).await;
+
+    assert_eq!(result.selected_index, Some(0));
+    assert_eq!(result.branches.len(), 2);
+    assert!(result.branches.iter().all(|b| b.original_context_len == 0 && b.outcome.reason == EndReason::Completed));
+    assert_eq!(result.total_usage().total_tokens, 40);
+    // The context took the winner's history and loop id.
+    assert_eq!(context.messages.len(), 2);
+    assert_eq!(context.messages[1].as_assistant().unwrap().text(), "short");
+    assert_eq!(context.loop_id.as_deref(), Some(result.branches[0].outcome.loop_id.as_str()));
+    assert_history_valid(&context.messages);
+
+    // Group events frame the branches'.
+    let AgentEvent::ParallelLoopStart { loop_id: group, loop_ids, strategy, session_id, .. } = &events[0] else {
+        panic!("{:?}", events[0]);
+    };
+    assert_eq!((&**group, strategy.as_str(), &**session_id), (result.group_id.as_str(), "token_efficient", "S"));
+    let AgentEvent::ParallelLoopEnd { selected_loop_id, selected_index, .. } = events.last().unwrap() else {
+        panic!("{:?}", events.last());
+    };
+    assert_eq!(selected_loop_id.as_ref(), loop_ids.first());
+    assert_eq!(*selected_index, Some(0));
+    // Each branch is a run of its own, a branch of the context's loop.
+    let starts: Vec<(&str, Option<&str>, Option<&ContinuationKind>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AgentStart { loop_id, parent_loop_id, continuation_kind, .. } => {
+                Some((&**loop_id, parent_loop_id.as_deref(), continuation_kind.as_ref()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert_ne!(starts[0].0, starts[1].0, "distinct loop ids");
+    for (i, (loop_id, parent, kind)) in starts.iter().enumerate() {
+        assert_eq!(*loop_id, loop_ids[i]);
+        assert_eq!(*parent, Some("S.earlier.1"));
+        assert_eq!(*kind, Some(&ContinuationKind::Branch { tag: format!("branch-{}", i + 1) }));
+    }
+}
+
+#[tokio::test]
+async fn with_no_prompts_the_branches_continue_the_history() {
+    let (first, a) = branch("from a", 5);
+    let (second, b) = branch("from b", 7);
+    let mut context = AgentContext {
+        messages: vec![AgentMessage::user("earlier"), assistant("before"), AgentMessage::user("now?")],
+        ..AgentContext::default()
+    };
+    let (result, _) = run_parallel(Vec::new(), &mut context, &[a, b], &ElaborateEvaluation).await;
+    assert_eq!(result.selected_index, Some(1));
+    assert!(result.branches.iter().all(|b| b.original_context_len == 3));
+    assert_eq!(context.messages.len(), 4);
+    assert_eq!(context.messages[3].as_assistant().unwrap().text(), "from b");
+    // Both branches saw the whole history.
+    assert_eq!((first.requests()[0].messages.len(), second.requests()[0].messages.len()), (3, 3));
+
+    // A history that ends with the model's answer cannot be continued.
+    let mut done = AgentContext { messages: vec![AgentMessage::user("q"), assistant("a")], ..AgentContext::default() };
+    let (tx, _rx) = event_channel();
+    let configs = [branch("x", 1).1];
+    let error =
+        agent_loop_parallel(Vec::new(), &mut done, &configs, &PickFirstEvaluation, &tx, &CancellationToken::new())
+            .await
+            .unwrap_err();
+    assert!(matches!(error, Error::InvalidContext(_)), "{error}");
+    let error = agent_loop_parallel(Vec::new(), &mut done, &[], &PickFirstEvaluation, &tx, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidContext(_)), "{error}");
+}
+
+fn assistant(text: &str) -> AgentMessage {
+    let mut message = AssistantMessage::new("mock", "m");
+    message.content = vec![Content::text(text)];
+    message.into()
+}
+
+/// A finished branch for strategy tests.
+fn outcome(index: usize, reason: EndReason, tokens: u64, answer: &str) -> ParallelLoopOutcome {
+    ParallelLoopOutcome {
+        config_index: index,
+        outcome: LoopOutcome {
+            loop_id: format!("S.m.{index}"),
+            reason,
+            messages: vec![AgentMessage::user("q"), assistant(answer)],
+            usage: Usage { total_tokens: tokens, ..Usage::default() },
+            error: None,
+            suspension: None,
+        },
+        original_context_len: 0,
+    }
+}
+
+async fn decide(strategy: &dyn EvaluationStrategy, branches: &[ParallelLoopOutcome]) -> EvaluationDecision {
+    let (tx, _rx) = event_channel();
+    let prompts = [AgentMessage::user("q")];
+    let input =
+        EvaluationInput { prompts: &prompts, history: &[], branches, session_id: "S", group_id: "S.parallel.g" };
+    strategy.evaluate(input, &tx, &CancellationToken::new()).await.decision
+}
+
+#[tokio::test]
+async fn each_strategy_decides_as_documented() {
+    use EvaluationDecision::{NoSelection, Select};
+    let done = EndReason::Completed;
+    let three = [outcome(0, done, 50, "a"), outcome(1, EndReason::Failed, 5, "b"), outcome(2, done, 20, "c")];
+    assert_eq!(decide(&PickFirstEvaluation, &three).await, Select(0));
+    assert!(matches!(decide(&PickFirstEvaluation, &[]).await, NoSelection(_)));
+    // The failed branch used fewest tokens, but never wins.
+    assert_eq!(decide(&TokenEfficientEvaluation, &three).await, Select(2));
+    assert_eq!(decide(&ElaborateEvaluation, &three).await, Select(0));
+    // Ties go to the first.
+    let tied = [outcome(0, done, 10, "a"), outcome(1, done, 10, "b")];
+    assert_eq!(decide(&TokenEfficientEvaluation, &tied).await, Select(0));
+    assert_eq!(decide(&ElaborateEvaluation, &tied).await, Select(0));
+    let failed = [outcome(0, EndReason::Failed, 1, "a")];
+    assert_eq!(decide(&ElaborateEvaluation, &failed).await, NoSelection("no branch completed".into()));
+    assert_eq!(decide(&TransparentEvaluation, &failed).await, Select(0));
+    assert!(matches!(decide(&TransparentEvaluation, &tied).await, NoSelection(_)));
+}
+
+#[tokio::test]
+async fn the_judge_reads_the_query_and_numbered_answers_and_names_the_winner() {
+    let judge = Arc::new(MockProvider::new([MockResponse::text("Candidate 2 is best.").usage(100, 3)]));
+    let strategy = LlmJudgeEvaluation::new(config(&judge, "judge-model"));
+    let configs: Vec<AgentLoopConfig> =
+        [("Paris is the capital.", 10), ("Lyon.", 10)].iter().map(|(t, n)| branch(t, *n).1).collect();
+    let mut context = AgentContext {
+        messages: vec![AgentMessage::user("Let's talk about France."), assistant("Sure.")],
+        ..AgentContext::default()
+    };
+    let (result, events) =
+        run_parallel(vec![AgentMessage::user("What is the capital of France?")], &mut context, &configs, &strategy)
+            .await;
+    assert_eq!(result.selected_index, Some(1));
+    assert_eq!(result.evaluation_usage.input, 100);
+    let request = &judge.requests()[0];
+    assert_eq!(request.system_prompt, DEFAULT_JUDGE_PROMPT);
+    let Message::User(user) = &request.messages[0] else { panic!("{:?}", request.messages[0]) };
+    let text = content::join_text(&user.content, "");
+    assert_eq!(
+        text,
+        "Conversation so far:\nUser: Let's talk about France.\n\nAssistant: Sure.\n\n\
+         Query:\nWhat is the capital of France?\n\nCandidates:\n\n[1]\nParis is the capital.\n\n[2]\nLyon.\n\n\
+         Reply with the number (1 to 2) of the best candidate only."
+    );
+    // The judge ran in the branches' session, between the branches and the group's end.
+    let judge_start = events
+        .iter()
+        .position(|e| matches!(e, AgentEvent::AgentStart { agent_id, .. } if &**agent_id == "judge"))
+        .unwrap();
+    let AgentEvent::AgentStart { session_id, loop_id, .. } = &events[judge_start] else { unreachable!() };
+    assert_eq!(&**session_id, context.session_id.as_deref().unwrap());
+    assert_eq!(&**loop_id, format!("{}.judge", result.group_id));
+    assert!(matches!(events.last(), Some(AgentEvent::ParallelLoopEnd { .. })));
+}
+
+#[tokio::test]
+async fn a_judge_without_a_valid_number_selects_none_and_the_history_stays() {
+    let judge = Arc::new(MockProvider::new([MockResponse::text("Both are fine."), MockResponse::text("7")]));
+    let strategy = LlmJudgeEvaluation::new(config(&judge, "judge-model"));
+    for _ in 0..2 {
+        let configs: Vec<AgentLoopConfig> = [("a", 1), ("b", 2)].iter().map(|(t, n)| branch(t, *n).1).collect();
+        let mut context = AgentContext::default();
+        let (result, _) = run_parallel(vec![AgentMessage::user("q")], &mut context, &configs, &strategy).await;
+        assert_eq!(result.selected_index, None);
+        assert!(result.no_selection_reason.unwrap().starts_with("the judge named no candidate"));
+        assert!(context.messages.is_empty(), "nothing adopted");
+    }
+}
+
+#[tokio::test]
+async fn answers_too_long_for_the_judge_are_compacted_for_it_only() {
+    let judge = Arc::new(MockProvider::new([MockResponse::text("1")]));
+    let mut judge_config = config(&judge, "judge-model");
+    judge_config.context_config =
+        Some(ContextConfig { max_context_tokens: 3_000, system_prompt_tokens: 500, ..ContextConfig::default() });
+    let strategy = LlmJudgeEvaluation::new(judge_config);
+    let long: String = (0..3_000).map(|i| format!("line {i} of a long answer\n")).collect();
+    let configs = [branch(&long, 1).1, branch(&long, 2).1];
+    let mut context = AgentContext::default();
+    let (result, _) = run_parallel(vec![AgentMessage::user("q")], &mut context, &configs, &strategy).await;
+    assert_eq!(result.selected_index, Some(0));
+    let Message::User(user) = &judge.requests()[0].messages[0] else { panic!() };
+    let judged = content::join_text(&user.content, "");
+    assert!(HeuristicTokenCounter.count(&judged) <= 2_500, "{} tokens", HeuristicTokenCounter.count(&judged));
+    assert!(judged.contains("earlier lines omitted"));
+    // The winner's history is its own, uncompacted.
+    assert_eq!(context.messages[1].as_assistant().unwrap().text(), long);
+}
