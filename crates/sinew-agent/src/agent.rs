@@ -17,6 +17,7 @@ use sinew_core::{
 
 use crate::agent_loop::{Entry, LoopOutcome, check_continuable, new_id, prompt_loop, run};
 use crate::approval::{Decisions, Suspension};
+use crate::branches::{Branch, BranchOutcome, BranchSpec};
 use crate::config::{AgentContext, AgentLoopConfig, Hooks, InstructionProvider};
 use crate::emit::{EventQueue, EventSender, Sink};
 use crate::error::{Error, Result};
@@ -425,7 +426,12 @@ impl Agent {
 
     /// The next loop id: `"{session_id}.{config_segment}.{N}"`, counting per session and config.
     pub fn next_loop_id(&mut self) -> String {
-        let key = format!("{}.{}", self.session_id(), self.config.config_segment());
+        self.next_loop_id_for(&self.config.config_segment())
+    }
+
+    /// The next loop id of a run with configuration segment `segment`.
+    fn next_loop_id_for(&mut self, segment: &str) -> String {
+        let key = format!("{}.{segment}", self.session_id());
         let counter = self.loop_counters.entry(key.clone()).or_insert(0);
         *counter += 1;
         format!("{key}.{counter}")
@@ -592,6 +598,44 @@ impl Agent {
         let mut run = AgentRun::new(Box::pin(future), queue);
         run.cancel = Some(token);
         run
+    }
+
+    /// Continues the history in several ways at once: each [`BranchSpec`] appends its messages
+    /// (and may change the system prompt or model), and its branch runs on a task of its own with
+    /// its own events and cancel token. Each branch's `parent_loop_id` is this agent's last loop,
+    /// its continuation a branch tagged with the spec's tag. The agent's own history is not
+    /// touched; [`Agent::adopt_branch`] takes one branch's.
+    ///
+    /// Fails, starting nothing, when the agent is suspended or a branch's history cannot be
+    /// continued (empty, or ending with the model's answer). Must be called within a tokio runtime.
+    pub fn explore_branches(&mut self, specs: Vec<BranchSpec>) -> Result<Vec<Branch>> {
+        if self.suspension.is_some() {
+            return Err(Error::InvalidContext("a run is suspended; resume it with decisions".into()));
+        }
+        let mut prepared = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            let (context, config) = spec.apply(&self.context, &self.config);
+            check_continuable(&context.messages)
+                .map_err(|error| Error::InvalidContext(format!("branch {}: {error}", spec.tag)))?;
+            prepared.push((spec.tag.clone(), context, config));
+        }
+        let parent = self.last_loop_id.clone();
+        Ok(prepared
+            .into_iter()
+            .map(|(tag, mut context, config)| {
+                context.loop_id = Some(self.next_loop_id_for(&config.config_segment()));
+                context.parent_loop_id.clone_from(&parent);
+                context.continuation_kind = Some(ContinuationKind::Branch { tag: tag.clone() });
+                Branch::spawn(tag, context, config)
+            })
+            .collect())
+    }
+
+    /// Makes a branch's history the agent's, and its loop the agent's last.
+    pub fn adopt_branch(&mut self, branch: &BranchOutcome) {
+        self.context.messages.clone_from(&branch.messages);
+        self.last_loop_id = Some(branch.outcome.loop_id.clone());
+        self.last_active_at = Some(now_ms());
     }
 
     fn run_entry(&mut self, entry: Entry, sink: Sink) -> BoxFuture<'_, LoopOutcome> {

@@ -52,6 +52,7 @@
 mod agent;
 mod agent_loop;
 mod approval;
+mod branches;
 mod config;
 mod emit;
 mod error;
@@ -65,6 +66,7 @@ mod sub_agent;
 pub use agent::{Agent, AgentHandle, AgentRun, SUPERSEDED};
 pub use agent_loop::{LoopOutcome, NOT_EXECUTED, agent_loop, agent_loop_continue, agent_loop_resume};
 pub use approval::{Decisions, PendingToolCall, Suspension, ToolDecision};
+pub use branches::{Branch, BranchOutcome, BranchSpec};
 pub use config::{
     AfterLoopFn, AfterToolExecutionFn, AfterToolUpdateFn, AfterTurnFn, AgentContext, AgentLoopConfig, ApprovalPolicyFn,
     BeforeLoopFn, BeforeToolExecutionFn, BeforeToolUpdateFn, BeforeTurnFn, ConvertToLlmFn, EventObserver, Hooks,

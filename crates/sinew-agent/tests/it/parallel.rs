@@ -235,3 +235,77 @@ async fn answers_too_long_for_the_judge_are_compacted_for_it_only() {
     // The winner's history is its own, uncompacted.
     assert_eq!(context.messages[1].as_assistant().unwrap().text(), long);
 }
+
+#[tokio::test]
+async fn explore_branches_continues_one_history_in_several_ways() {
+    let mock = Arc::new(MockProvider::from_fn(|request| {
+        // Each branch answers what its last message said.
+        let last = request.messages.last().map(|m| match m {
+            Message::User(user) => content::join_text(&user.content, ""),
+            _ => String::new(),
+        });
+        MockResponse::text(format!("answer to {}", last.unwrap_or_default()))
+    }));
+    let mut agent = Agent::new(Arc::clone(&mock), "main-model");
+    let first = agent.prompt("start").finish().await;
+    let before = agent.messages().to_vec();
+
+    let branches = agent
+        .explore_branches(vec![
+            BranchSpec::new("polite").with_message(AgentMessage::user("say please")),
+            BranchSpec::new("terse").with_message(AgentMessage::user("be brief")).with_model("other-model"),
+            BranchSpec::new("slow").with_message(AgentMessage::user("never mind")),
+        ])
+        .unwrap();
+    assert_eq!(agent.messages(), before, "exploring leaves the agent's history alone");
+    let ids: Vec<String> = branches.iter().map(|b| b.loop_id.clone()).collect();
+    assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 3, "distinct loop ids: {ids:?}");
+    assert!(ids[1].contains(".other-model."), "{}", ids[1]);
+
+    let mut outcomes = Vec::new();
+    for mut branch in branches {
+        let start = branch.events.recv().await.unwrap();
+        let AgentEvent::AgentStart { parent_loop_id, continuation_kind, loop_id, .. } = start else {
+            panic!("{start:?}")
+        };
+        assert_eq!(parent_loop_id.as_deref(), Some(first.loop_id.as_str()));
+        assert_eq!(continuation_kind, Some(ContinuationKind::Branch { tag: branch.tag.clone() }));
+        assert_eq!(*loop_id, *branch.loop_id);
+        outcomes.push(branch.finish().await.unwrap());
+    }
+    let answers: Vec<String> = outcomes.iter().map(|o| o.outcome.final_text().unwrap()).collect();
+    assert_eq!(answers, ["answer to say please", "answer to be brief", "answer to never mind"]);
+    // Branches run concurrently: find the terse one's request by its model.
+    let terse: Vec<usize> =
+        mock.requests().iter().filter(|r| r.model == "other-model").map(|r| r.messages.len()).collect();
+    assert_eq!(terse, [3], "one call on the other model, with the shared history and its message");
+
+    agent.adopt_branch(&outcomes[1]);
+    assert_eq!(agent.messages().len(), 4);
+    assert_eq!(agent.last_loop_id(), Some(outcomes[1].outcome.loop_id.as_str()));
+    assert_history_valid(agent.messages());
+
+    // A branch that cannot continue (it ends with the model's answer) starts nothing.
+    let error = agent.explore_branches(vec![BranchSpec::new("nothing new")]).unwrap_err();
+    assert!(error.to_string().contains("branch nothing new"), "{error}");
+}
+
+#[tokio::test]
+async fn a_branch_can_be_cancelled_alone() {
+    let mock = Arc::new(MockProvider::from_fn(|request| {
+        if request.model == "hanging" {
+            MockResponse::new().text_delta("…").hang()
+        } else {
+            MockResponse::text("done")
+        }
+    }));
+    let mut agent = Agent::new(Arc::clone(&mock), "m");
+    agent.set_messages(vec![AgentMessage::user("q")]);
+    let mut branches =
+        agent.explore_branches(vec![BranchSpec::new("stuck").with_model("hanging"), BranchSpec::new("fine")]).unwrap();
+    let fine = branches.pop().unwrap();
+    let stuck = branches.pop().unwrap();
+    stuck.cancel.cancel();
+    assert_eq!(stuck.finish().await.unwrap().outcome.reason, EndReason::Aborted);
+    assert_eq!(fine.finish().await.unwrap().outcome.reason, EndReason::Completed);
+}
