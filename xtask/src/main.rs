@@ -111,13 +111,16 @@ fn target_dir() -> Result<PathBuf> {
 }
 
 fn bench(args: &[String]) -> Result<()> {
-    let Some(name) = args.first() else { bail!("usage: cargo xtask bench <loop | decode | e2e | compaction> [args]") };
+    let Some(name) = args.first() else {
+        bail!("usage: cargo xtask bench <loop | decode | e2e | compaction | sessions> [args]")
+    };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
         "e2e" => ("sinew", "e2e"),
         "compaction" => ("sinew-compaction", "compaction"),
-        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction)"),
+        "sessions" => ("sinew-session", "sessions"),
+        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction, sessions)"),
     };
     let mut command = cargo();
     if name == "e2e" {
@@ -130,6 +133,9 @@ fn bench(args: &[String]) -> Result<()> {
     command.args(["bench", "--package", package, "--bench", bench]);
     if name == "e2e" {
         command.args(["--features", "testing"]);
+    }
+    if name == "sessions" && std::env::var_os("SINEW_TEST_POSTGRES_URL").is_some() {
+        command.args(["--features", "postgres"]);
     }
     command.arg("--").args(&args[1..]);
     step(&format!("bench {name}"), command)

@@ -44,5 +44,5 @@ pub use model::{
 pub use postgres::PostgresStore;
 pub use recorder::{EventRecording, Formation, SessionRecorder};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{DEFAULT_SQLITE_CONNECTIONS, SqliteStore};
 pub use store::SessionStore;

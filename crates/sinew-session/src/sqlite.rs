@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension as _, TransactionBehavior, params};
+use tokio::sync::Semaphore;
 
 use crate::error::{Result, SessionError, check_id};
 use crate::model::Session;
@@ -53,15 +54,28 @@ pub struct SqliteStore {
 struct Inner {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    /// Bounds the open connections: each holds its own page cache, and SQLite runs one writer at
+    /// a time anyway.
+    permits: Semaphore,
 }
 
+/// Connections a store opens at most, unless [`SqliteStore::open_with_max_connections`] says.
+pub const DEFAULT_SQLITE_CONNECTIONS: usize = 8;
+
 impl SqliteStore {
-    /// Opens (or creates) the database at `path` and brings its schema up to date.
+    /// Opens (or creates) the database at `path` and brings its schema up to date. The store
+    /// opens up to [`DEFAULT_SQLITE_CONNECTIONS`] connections.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self> {
+        Self::open_with_max_connections(path, DEFAULT_SQLITE_CONNECTIONS)
+    }
+
+    /// [`SqliteStore::open`] with at most `max` connections (at least one).
+    pub fn open_with_max_connections(path: impl Into<PathBuf>, max: usize) -> Result<Self> {
         let path = path.into();
         let mut connection = connect(&path)?;
         migrate(&mut connection)?;
-        Ok(SqliteStore { inner: Arc::new(Inner { path, idle: Mutex::new(vec![connection]) }) })
+        let inner = Inner { path, idle: Mutex::new(vec![connection]), permits: Semaphore::new(max.max(1)) };
+        Ok(SqliteStore { inner: Arc::new(inner) })
     }
 
     pub fn path(&self) -> &Path {
@@ -74,6 +88,7 @@ impl SqliteStore {
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let inner = Arc::clone(&self.inner);
+        let _permit = self.inner.permits.acquire().await.map_err(SessionError::database("waiting for a connection"))?;
         tokio::task::spawn_blocking(move || {
             let idle = inner.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
             let mut connection = match idle {

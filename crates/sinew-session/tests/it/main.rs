@@ -2,11 +2,15 @@
 
 mod conformance;
 mod json_files;
+#[cfg(feature = "sqlite")]
+mod load;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod recorder;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod workload;
 
 use sinew_core::{AgentMessage, AssistantMessage, Content, Usage};
 use sinew_session::{LoopRecord, LoopStatus, Session};
