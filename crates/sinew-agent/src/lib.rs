@@ -46,6 +46,11 @@
 //! `ToolApprovalRequest` events, ends, and keeps a [`Suspension`] (serializable through
 //! [`AgentSnapshot`]) until [`Agent::resume`] is called with [`Decisions`].
 //!
+//! Composition: [`SubAgentTool`] makes an agent a tool of another (cancellation, streamed text and
+//! loop ids carried across); [`agent_loop_parallel`] runs one prompt under several
+//! configurations and lets an [`EvaluationStrategy`] pick the winner;
+//! [`Agent::explore_branches`] continues one history in several ways at once.
+//!
 //! ## Feature flags
 //! None.
 

@@ -42,6 +42,8 @@ pub enum EventRecording {
 /// A sub-agent's session waits for its parent's `ToolExecutionEnd` (which names the tool call
 /// that spawned it) before it counts as completed, so a `flush` between the child's end and the
 /// parent's tool result never leaves its [`SpawnRef`] without the tool call (REQ-221).
+/// Likewise, a `ParallelLoopStart` registers the group's branches as pending, and their session
+/// waits for the group's `ParallelLoopEnd`, which marks the selected branch.
 ///
 /// [`on_event`]: SessionRecorder::on_event
 /// [`flush`]: SessionRecorder::flush
