@@ -105,7 +105,8 @@ pub trait EvaluationStrategy: Send + Sync {
 /// strategy's, then `ParallelLoopEnd`.
 ///
 /// With no `prompts`, each branch continues the history instead (as `agent_loop_continue`
-/// would): the context must then have an identity and a history that can be continued.
+/// would): the history must then be one that can be continued (non-empty, not ending with the
+/// model's answer). A context without agent or session id gets new ones, written back.
 ///
 /// When the strategy selects none, `context` keeps its history.
 pub async fn agent_loop_parallel(
