@@ -309,3 +309,42 @@ async fn a_branch_can_be_cancelled_alone() {
     assert_eq!(stuck.finish().await.unwrap().outcome.reason, EndReason::Aborted);
     assert_eq!(fine.finish().await.unwrap().outcome.reason, EndReason::Completed);
 }
+
+#[tokio::test]
+async fn continuing_branches_are_judged_on_the_last_user_message_and_what_came_before() {
+    let judge = Arc::new(MockProvider::new([MockResponse::text("1")]));
+    let strategy = LlmJudgeEvaluation::new(config(&judge, "judge-model"));
+    let history = vec![AgentMessage::user("Hi."), assistant("Hello."), AgentMessage::user("And now?")];
+    let branches = [outcome(0, EndReason::Completed, 1, "Now this.")];
+    let input =
+        EvaluationInput { prompts: &[], history: &history, branches: &branches, session_id: "S", group_id: "G" };
+    let (message, fit) = strategy.judge_message(&input);
+    assert_eq!(fit, JudgeFit::Fits);
+    assert!(
+        message.starts_with(
+            "Conversation so far:\nUser: Hi.\n\nAssistant: Hello.\n\nQuery:\nAnd now?\n\nCandidates:\n\n[1]\nNow this.\n"
+        ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_judge_that_cannot_fit_the_candidates_says_so_and_judges_anyway() {
+    let judge = Arc::new(MockProvider::new([MockResponse::text("2")]));
+    let mut judge_config = config(&judge, "judge-model");
+    judge_config.context_config =
+        Some(ContextConfig { max_context_tokens: 300, system_prompt_tokens: 100, ..ContextConfig::default() });
+    let strategy = LlmJudgeEvaluation::new(judge_config);
+    let configs = [branch("a", 1).1, branch("b", 2).1];
+    let mut context = AgentContext::default();
+    let query = "why? ".repeat(1_000);
+    let (result, events) = run_parallel(vec![AgentMessage::user(query)], &mut context, &configs, &strategy).await;
+    assert_eq!(result.selected_index, Some(1));
+    let warning = events.iter().find_map(|e| match e {
+        AgentEvent::ProgressMessage { loop_id, text, .. } => Some((loop_id.to_string(), text.clone())),
+        _ => None,
+    });
+    let (loop_id, text) = warning.expect("a warning");
+    assert_eq!(loop_id, format!("{}.judge", result.group_id));
+    assert!(text.contains("do not fit the judge's context"), "{text}");
+}
