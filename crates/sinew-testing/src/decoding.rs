@@ -2,7 +2,8 @@
 
 use std::fmt::Debug;
 
-use sinew_core::{AssistantMessage, ProviderError, StreamDelta, StreamEvent};
+use serde_json::{Value, json};
+use sinew_core::{AssistantMessage, Content, ProviderError, StreamDelta, StreamEvent};
 
 use crate::fixtures::split_at_points;
 
@@ -30,6 +31,38 @@ pub fn text_deltas(events: &[StreamEvent]) -> String {
         .filter_map(|e| match e {
             StreamEvent::Delta(StreamDelta::Text { delta, .. }) => Some(delta.as_str()),
             _ => None,
+        })
+        .collect()
+}
+
+/// Panics unless the decoded text `got` is `want` and the streamed text deltas add up to it.
+pub fn assert_text(name: &str, events: &[StreamEvent], got: &str, want: &str) {
+    assert_eq!(got, want, "{name}: text");
+    assert_eq!(text_deltas(events), want, "{name}: the deltas add up to the text");
+}
+
+/// The thinking text of a message, its blocks concatenated.
+pub fn thinking_text(message: &AssistantMessage) -> String {
+    message
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Thinking { thinking, .. } => Some(thinking.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A message's tool calls as a wire protocol's recordings name them: `{id_key, "name",
+/// arguments_key}` objects, in order.
+pub fn tool_calls_json(message: &AssistantMessage, id_key: &str, arguments_key: &str) -> Vec<Value> {
+    message
+        .tool_calls()
+        .map(|c| {
+            let mut call = json!({"name": c.name});
+            call[id_key] = json!(c.id);
+            call[arguments_key] = c.arguments.clone();
+            call
         })
         .collect()
 }

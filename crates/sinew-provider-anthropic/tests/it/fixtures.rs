@@ -1,7 +1,7 @@
 use serde_json::Value;
 use sinew_core::{Content, StopReason, StreamEvent};
 use sinew_http::StreamDecoder;
-use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
+use sinew_testing::{assert_text, recorded_streams, stream_outcome, tool_calls_json};
 
 /// Every recorded Anthropic stream with its expected result.
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
@@ -19,14 +19,8 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
         let (message, error) = stream_outcome(&events);
         assert_eq!(error, None, "{name}");
         let text: String = message.content.iter().filter_map(Content::as_text).collect();
-        assert_eq!(text, expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed = text_deltas(&events);
-        assert_eq!(streamed, text, "{name}: the deltas add up to the text");
-
-        let calls: Vec<Value> = message
-            .tool_calls()
-            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "input": c.arguments}))
-            .collect();
+        assert_text(&name, &events, &text, expected["text"].as_str().unwrap());
+        let calls = tool_calls_json(&message, "id", "input");
         assert_eq!(Value::Array(calls), expected["tool_calls"], "{name}: tool calls");
 
         let want_stop = match expected["stop_reason"].as_str().unwrap() {

@@ -3,7 +3,7 @@ use sinew_core::{Content, ProviderError, StopReason, StreamEvent};
 use sinew_http::StreamDecoder;
 use sinew_provider_bedrock::decoder;
 use sinew_provider_bedrock::eventstream::{FrameDecoder, HeaderValue};
-use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
+use sinew_testing::{assert_text, recorded_streams, stream_outcome, tool_calls_json};
 
 #[test]
 fn the_aws_codec_vectors_pass_or_fail_as_their_names_say() {
@@ -57,14 +57,8 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
         assert!(expected["exceptions"].as_array().unwrap().is_empty(), "{name}: fixture with exceptions needs a check");
 
         let text: String = message.content.iter().filter_map(Content::as_text).collect();
-        assert_eq!(text, expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed = text_deltas(&events);
-        assert_eq!(streamed, text, "{name}: the deltas add up to the text");
-
-        let calls: Vec<Value> = message
-            .tool_calls()
-            .map(|c| serde_json::json!({"toolUseId": c.id, "name": c.name, "input": c.arguments}))
-            .collect();
+        assert_text(&name, &events, &text, expected["text"].as_str().unwrap());
+        let calls = tool_calls_json(&message, "toolUseId", "input");
         assert_eq!(Value::Array(calls), expected["tool_calls"], "{name}: tool calls");
 
         let blocks = expected["blocks"].as_array().unwrap();

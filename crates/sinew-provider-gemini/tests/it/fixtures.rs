@@ -2,7 +2,7 @@ use serde_json::Value;
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent};
 use sinew_http::StreamDecoder;
 use sinew_provider_gemini::decoder;
-use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
+use sinew_testing::{assert_text, recorded_streams, stream_outcome, thinking_text};
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
     recorded_streams("gemini", 11)
@@ -33,17 +33,8 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
         assert_eq!(error, None, "{name}");
         assert!(expected["errors"].as_array().unwrap().is_empty(), "{name}: fixture with errors needs a check");
 
-        assert_eq!(message.text(), expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed = text_deltas(&events);
-        assert_eq!(streamed, message.text(), "{name}: the deltas add up to the text");
-        let thinking: String = message
-            .content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Thinking { thinking, .. } => Some(thinking.as_str()),
-                _ => None,
-            })
-            .collect();
+        assert_text(&name, &events, &message.text(), expected["text"].as_str().unwrap());
+        let thinking = thinking_text(&message);
         if let Some(want) = expected["thought_text"].as_str() {
             assert_eq!(thinking, want, "{name}: thought text");
         }

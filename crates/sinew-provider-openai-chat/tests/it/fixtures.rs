@@ -1,8 +1,8 @@
 use serde_json::Value;
-use sinew_core::{Content, StopReason, StreamEvent};
+use sinew_core::{StopReason, StreamEvent};
 use sinew_http::StreamDecoder;
 use sinew_provider_openai_chat::decoder;
-use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
+use sinew_testing::{assert_text, recorded_streams, stream_outcome, thinking_text, tool_calls_json};
 
 /// Every recorded Chat Completions stream with its expected result.
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
@@ -25,24 +25,12 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
             choice["content"].as_str().unwrap_or_default(),
             choice["refusal"].as_str().unwrap_or_default()
         );
-        assert_eq!(message.text(), want_text, "{name}: text (refusals are text)");
-        let streamed = text_deltas(&events);
-        assert_eq!(streamed, want_text, "{name}: the deltas add up to the text");
-
-        let thinking: String = message
-            .content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Thinking { thinking, .. } => Some(thinking.as_str()),
-                _ => None,
-            })
-            .collect();
+        // Refusals are text.
+        assert_text(&name, &events, &message.text(), &want_text);
+        let thinking = thinking_text(&message);
         assert_eq!(thinking, choice["reasoning"].as_str().unwrap_or_default(), "{name}: reasoning");
 
-        let calls: Vec<Value> = message
-            .tool_calls()
-            .map(|c| serde_json::json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
-            .collect();
+        let calls = tool_calls_json(&message, "id", "arguments");
         let want_calls: Vec<Value> = choice["tool_calls"]
             .as_array()
             .unwrap()

@@ -2,7 +2,7 @@ use serde_json::Value;
 use sinew_core::{Content, StopReason, StreamEvent};
 use sinew_http::StreamDecoder;
 use sinew_provider_openai_responses::decoder;
-use sinew_testing::{recorded_streams, stream_outcome, text_deltas};
+use sinew_testing::{assert_text, recorded_streams, stream_outcome, tool_calls_json};
 
 fn fixtures() -> Vec<(String, Vec<u8>, Value)> {
     recorded_streams("responses", 12)
@@ -18,14 +18,8 @@ fn every_recorded_stream_decodes_to_the_expected_message() {
         let events = decode(&[&bytes]);
         let (message, error) = stream_outcome(&events);
 
-        assert_eq!(message.text(), expected["text"].as_str().unwrap(), "{name}: text");
-        let streamed = text_deltas(&events);
-        assert_eq!(streamed, message.text(), "{name}: the deltas add up to the text");
-
-        let calls: Vec<Value> = message
-            .tool_calls()
-            .map(|c| serde_json::json!({"call_id": c.id, "name": c.name, "arguments": c.arguments}))
-            .collect();
+        assert_text(&name, &events, &message.text(), expected["text"].as_str().unwrap());
+        let calls = tool_calls_json(&message, "call_id", "arguments");
         let want_calls: Vec<Value> = expected["function_calls"]
             .as_array()
             .unwrap()
