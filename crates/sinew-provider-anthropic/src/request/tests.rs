@@ -1,6 +1,6 @@
 use serde_json::json;
-use sinew_core::{CacheConfig, ToolResultMessage, Usage, UserMessage};
-use sinew_testing::with_round_trip_request;
+use sinew_core::{CacheConfig, Usage};
+use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
 
@@ -16,68 +16,36 @@ fn assistant(provider: &str, stop_reason: StopReason, content: Vec<Content>) -> 
     })
 }
 
-fn result(id: &str, text: &str, is_error: bool) -> Message {
-    Message::ToolResult(ToolResultMessage {
-        tool_call_id: id.into(),
-        tool_name: "read".into(),
-        content: vec![Content::text(text)],
-        is_error,
-        timestamp: 0,
-        details: Value::Null,
-    })
-}
-
-/// A history with everything the builder must handle.
+/// The shared round-trip history, with what only Anthropic must handle: a server tool's block as
+/// our opaque data, a tool call id Anthropic's pattern refuses (`call:2/x`), and another
+/// provider's opaque block in our own answer.
 fn history() -> Vec<Message> {
-    vec![
-        Message::User(UserMessage {
-            content: vec![Content::text("What is in this picture?"), Content::image("iVBORw0K", "image/png")],
-            timestamp: 0,
-        }),
-        assistant(
-            "anthropic",
-            StopReason::ToolUse,
-            vec![
-                Content::Thinking {
-                    thinking: "Let me look.".into(),
-                    signature: Some("sig-1".into()),
-                    redacted: false,
-                    id: None,
-                },
-                Content::Thinking {
-                    thinking: String::new(),
-                    signature: Some("REDACTED==".into()),
-                    redacted: true,
-                    id: None,
-                },
-                Content::text("Reading two files."),
-                Content::tool_call("toolu_1", "read", json!({"path": "a.txt"})),
-                Content::tool_call("call:2/x", "read", json!({"path": "b.txt"})),
-                Content::Opaque {
-                    provider: "anthropic".into(),
-                    data: json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}}),
-                },
-                Content::Opaque { provider: "openai".into(), data: json!({"type": "reasoning"}) },
-            ],
-        ),
-        result("toolu_1", "alpha", false),
-        result("call:2/x", "no such file", true),
-        assistant("anthropic", StopReason::Error, vec![]),
-        assistant(
-            "openai",
-            StopReason::Stop,
-            vec![
-                Content::Thinking {
-                    thinking: "foreign".into(),
-                    signature: Some("enc".into()),
-                    redacted: false,
-                    id: Some("rs_1".into()),
-                },
-                Content::text("From another model."),
-            ],
-        ),
-        Message::user("Thanks, go on."),
-    ]
+    let server_tool = json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}});
+    let mut history = round_trip_history("anthropic", server_tool);
+    let rename = |id: &mut String| {
+        if id == "call_2" {
+            *id = "call:2/x".into();
+        }
+    };
+    for message in &mut history {
+        match message {
+            Message::Assistant(answer) => {
+                for content in &mut answer.content {
+                    if let Content::ToolCall { id, .. } = content {
+                        rename(id);
+                    }
+                }
+                if answer.provider == "anthropic" && answer.stop_reason == StopReason::ToolUse {
+                    answer
+                        .content
+                        .push(Content::Opaque { provider: "openai".into(), data: json!({"type": "reasoning"}) });
+                }
+            }
+            Message::ToolResult(result) => rename(&mut result.tool_call_id),
+            _ => {}
+        }
+    }
+    history
 }
 
 fn build(history: &[Message], adjust: impl FnOnce(&mut StreamRequest<'_>)) -> Value {
