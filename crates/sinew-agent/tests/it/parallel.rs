@@ -348,3 +348,36 @@ async fn a_judge_that_cannot_fit_the_candidates_says_so_and_judges_anyway() {
     assert_eq!(loop_id, format!("{}.judge", result.group_id));
     assert!(text.contains("do not fit the judge's context"), "{text}");
 }
+
+/// A strategy that names a branch that does not exist.
+struct OutOfRange;
+
+#[async_trait::async_trait]
+impl EvaluationStrategy for OutOfRange {
+    fn name(&self) -> &str {
+        "out_of_range"
+    }
+
+    async fn evaluate(&self, _: EvaluationInput<'_>, _: &EventSender, _: &CancellationToken) -> Evaluation {
+        Evaluation::free(EvaluationDecision::Select(9))
+    }
+}
+
+#[tokio::test]
+async fn a_strategy_naming_no_branch_or_a_failing_judge_selects_none() {
+    let configs: Vec<AgentLoopConfig> = [("a", 1), ("b", 2)].iter().map(|(t, n)| branch(t, *n).1).collect();
+    let mut context = AgentContext::default();
+    let (result, events) = run_parallel(vec![AgentMessage::user("q")], &mut context, &configs, &OutOfRange).await;
+    assert_eq!(result.selected_index, None);
+    assert_eq!(result.no_selection_reason.as_deref(), Some("the strategy selected branch 9 of 2"));
+    assert!(matches!(events.last(), Some(AgentEvent::ParallelLoopEnd { selected_loop_id: None, .. })));
+    assert!(context.messages.is_empty());
+
+    let judge = Arc::new(MockProvider::new([MockResponse::error(ProviderError::Auth("bad key".into()))]));
+    let strategy = LlmJudgeEvaluation::new(config(&judge, "judge-model"));
+    let configs: Vec<AgentLoopConfig> = [("a", 1), ("b", 2)].iter().map(|(t, n)| branch(t, *n).1).collect();
+    let (result, _) = run_parallel(vec![AgentMessage::user("q")], &mut context, &configs, &strategy).await;
+    assert_eq!(result.selected_index, None);
+    let reason = result.no_selection_reason.unwrap();
+    assert!(reason.starts_with("the judge did not finish (Failed: "), "{reason}");
+}

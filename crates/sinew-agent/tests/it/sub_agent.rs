@@ -192,3 +192,22 @@ async fn a_child_at_its_turn_limit_or_failing_still_answers() {
     assert!(results[1].1.contains("(the sub-agent ended: failed: "), "{}", results[1].1);
     assert_eq!(results[2], ("p3".into(), "invalid arguments: `task` must be a non-empty string".into(), true));
 }
+
+#[tokio::test]
+async fn a_child_that_crashes_is_an_error_result_and_the_parent_goes_on() {
+    let boom = sinew_testing::FnTool::new("boom", |_, _| async { panic!("the tool exploded") });
+    let child = MockProvider::new([MockResponse::new().tool_call("k1", "boom", json!({}))]);
+    let helper = SubAgentTool::new("helper", child, "m").with_tool(boom);
+    let (agent, _) = agent([
+        MockResponse::new().tool_call("p1", "helper", json!({"task": "explode"})),
+        MockResponse::text("I see it failed."),
+    ]);
+    let mut agent = agent.with_tool(helper);
+    let (events, outcome) = agent.prompt("go").collect().await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    let results = tool_result_texts(&events);
+    assert_eq!(results.len(), 1);
+    assert!(results[0].2, "an error result");
+    assert!(results[0].1.starts_with("the sub-agent helper crashed: "), "{}", results[0].1);
+    assert_history_valid(agent.messages());
+}
