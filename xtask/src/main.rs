@@ -2,11 +2,13 @@
 //!
 //! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, cargo-deny.
 //! - `tidy`: the house rules no compiler checks (see [`tidy`]).
+//! - `conformance`: the MCP conformance suite against our client (needs `SINEW_PEERS_DIR`).
 //! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `compaction`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod codegen;
+mod conformance;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -22,11 +24,12 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
+        Some("conformance") => conformance::run(),
         Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | codegen [--check] | bench <loop | decode | e2e | compaction> [args]>"
+                "usage: cargo xtask <ci | tidy | conformance | codegen [--check] | bench <loop | decode | e2e | compaction | sessions> [args]>"
             );
             std::process::exit(2);
         }
@@ -72,6 +75,9 @@ fn ci(root: &Path) -> Result<()> {
     tidy::run(root)?;
     codegen::run(root, true)?;
 
+    if std::env::var_os("SINEW_PEERS_DIR").is_none() {
+        eprintln!("note: SINEW_PEERS_DIR is not set: the MCP interop tests are ignored");
+    }
     if std::env::var_os("SINEW_TEST_POSTGRES_URL").is_none() {
         eprintln!("note: SINEW_TEST_POSTGRES_URL is not set: the PostgreSQL session store tests are ignored");
     }
@@ -82,6 +88,8 @@ fn ci(root: &Path) -> Result<()> {
         tests.args(["test", "--workspace", "--all-features", "--no-fail-fast"]);
     }
     step("tests", tests)?;
+
+    conformance::run()?;
 
     let mut doctests = cargo();
     doctests.args(["test", "--workspace", "--all-features", "--doc"]);
