@@ -27,6 +27,8 @@
 //! - `gemini`: [`gemini`] (`sinew-provider-gemini`), with Vertex AI.
 //! - `bedrock`: [`bedrock`] (`sinew-provider-bedrock`).
 //! - `http`: [`http`] (`sinew-http`), the HTTP layer; on with any provider.
+//! - `mcp` (default): [`mcp`] (`sinew-mcp`): the MCP client, and `mcp::AgentMcpExt` to put
+//!   MCP servers' tools on an agent.
 //! - `tools` (default): [`tools`] (`sinew-tools`): bash, read, write, edit, list and search.
 //! - `sessions` (default): [`session`] (`sinew-session`): the session recorder, and session stores
 //!   in JSON files and SQLite.
@@ -71,6 +73,9 @@ pub use sinew_compaction as compaction;
 /// The vocabulary crate, also re-exported at the root.
 pub use sinew_core as core;
 /// Sessions: the recorder and the stores.
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
 #[cfg(feature = "sessions")]
 pub use sinew_session as session;
 /// The test kit.
@@ -84,3 +89,8 @@ pub use sinew_tools as tools;
 #[cfg(all(doctest, feature = "testing"))]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The MCP guide's examples, compiled as doctests.
+#[cfg(all(doctest, feature = "mcp"))]
+#[doc = include_str!("../../../docs/concepts/mcp.md")]
+struct McpGuideDoctests;

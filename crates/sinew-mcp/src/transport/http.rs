@@ -65,6 +65,24 @@ struct Shared {
 }
 
 impl Shared {
+    fn new(
+        client: HttpClient,
+        url: String,
+        headers: Option<Arc<dyn HeaderProvider>>,
+        max_message_bytes: usize,
+        inbox: Inbox,
+    ) -> Self {
+        Shared {
+            client,
+            url,
+            state: Arc::default(),
+            headers,
+            inbox,
+            max_message_bytes,
+            closed: CancellationToken::new(),
+        }
+    }
+
     async fn request(&self, method: http::Method, url: &str, body: bytes::Bytes) -> Result<HttpRequest, McpError> {
         let mut request = HttpRequest { method, url: url.to_owned(), headers: Vec::new(), body };
         if let Some(provider) = &self.headers {
@@ -127,17 +145,7 @@ impl StreamableHttp {
         max_message_bytes: usize,
         inbox: Inbox,
     ) -> Self {
-        StreamableHttp {
-            shared: Shared {
-                client,
-                url,
-                state: Arc::default(),
-                headers,
-                inbox,
-                max_message_bytes,
-                closed: CancellationToken::new(),
-            },
-        }
+        StreamableHttp { shared: Shared::new(client, url, headers, max_message_bytes, inbox) }
     }
 }
 
@@ -447,15 +455,7 @@ impl LegacySse {
         timeout: Duration,
         inbox: Inbox,
     ) -> Result<Self, McpError> {
-        let shared = Shared {
-            client,
-            url,
-            state: Arc::default(),
-            headers,
-            inbox,
-            max_message_bytes,
-            closed: CancellationToken::new(),
-        };
+        let shared = Shared::new(client, url, headers, max_message_bytes, inbox);
         let mut request = shared.request(http::Method::GET, &shared.url, bytes::Bytes::new()).await?;
         request.headers.push(("accept".into(), "text/event-stream".into()));
         let mut response = shared.send(&request).await?;
