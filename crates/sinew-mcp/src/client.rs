@@ -404,7 +404,7 @@ impl McpClient {
                 {
                     *client.inner.label.write().unwrap_or_else(PoisonError::into_inner) = info.name.clone();
                 }
-                client.inner.transport.connected(&server.protocol_version);
+                client.inner.transport.connected(&server.protocol_version).await;
                 *client.inner.server.write().unwrap_or_else(PoisonError::into_inner) = Some(server);
                 Ok(client)
             }

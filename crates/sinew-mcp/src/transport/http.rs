@@ -24,6 +24,8 @@ use super::{Inbound, Inbox, Outgoing, Transport};
 use crate::error::McpError;
 use crate::jsonrpc::{Message, RequestId, excerpt_bytes, parse_frame};
 
+/// How long connecting waits for the GET stream to open.
+const GET_STREAM_WAIT: Duration = Duration::from_secs(5);
 /// How often a response stream is resumed before its request fails.
 const MAX_RESUMPTIONS: usize = 5;
 /// The resumption delay when the server gave no `retry:`.
@@ -213,7 +215,7 @@ impl Transport for StreamableHttp {
         Err(McpError::Http { status: status.as_u16(), message })
     }
 
-    fn connected(&self, version: &str) {
+    async fn connected(&self, version: &str) {
         {
             let mut state = self.shared.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             state.protocol_version = Some(version.to_owned());
@@ -221,8 +223,14 @@ impl Transport for StreamableHttp {
         if crate::protocol::is_stateless_version(version) {
             return; // no session, no GET stream
         }
+        // Servers send requests unrelated to a POST (elicitation during a tool call, with some
+        // SDKs) on this stream, and drop them while it is not open: open it before going on.
+        let first = match tokio::time::timeout(GET_STREAM_WAIT, open_get_stream(&self.shared, "")).await {
+            Ok(first) => first,
+            Err(_) => Err(McpError::Transport("the GET stream did not open in time".into())),
+        };
         let shared = self.shared.clone();
-        tokio::spawn(async move { listen(shared).await });
+        tokio::spawn(async move { listen(shared, first).await });
     }
 
     async fn close(&self) {
@@ -398,15 +406,20 @@ async fn read_response_stream(shared: Shared, mut response: HttpResponse, awaiti
     }
 }
 
+async fn open_get_stream(shared: &Shared, last_event_id: &str) -> Result<HttpResponse, McpError> {
+    let request = shared.get_stream(Some(last_event_id)).await?;
+    shared.send(&request).await
+}
+
 /// The server-to-client GET stream of a handshake-era session, reopened when it ends.
-async fn listen(shared: Shared) {
+async fn listen(shared: Shared, first: Result<HttpResponse, McpError>) {
     let mut reader = EventReader::new();
     let mut failures = 0u32;
+    let mut next = Some(first);
     while !shared.closed.is_cancelled() && failures < 5 {
-        let last_event_id = reader.decoder.last_event_id().to_owned();
-        let response = match shared.get_stream(Some(&last_event_id)).await {
-            Ok(request) => shared.send(&request).await,
-            Err(error) => Err(error),
+        let response = match next.take() {
+            Some(response) => response,
+            None => open_get_stream(&shared, reader.decoder.last_event_id()).await,
         };
         match response {
             Ok(mut response) if response.status.is_success() => {

@@ -69,8 +69,9 @@ pub(crate) trait Transport: Send + Sync {
     /// Sends one message. For a request, a failure here means it was not delivered.
     async fn send(&self, message: Outgoing) -> Result<(), McpError>;
 
-    /// The handshake is over at `version`: a transport may open its server-to-client stream.
-    fn connected(&self, _version: &str) {}
+    /// The handshake is over at `version`: a transport may open its server-to-client stream
+    /// (before the first request, so that nothing the server sends on it is lost).
+    async fn connected(&self, _version: &str) {}
 
     /// Ends the connection (idempotent).
     async fn close(&self);
