@@ -29,6 +29,7 @@
 //! - `http`: [`http`] (`sinew-http`), the HTTP layer; on with any provider.
 //! - `mcp` (default): [`mcp`] (`sinew-mcp`): the MCP client, and `mcp::AgentMcpExt` to put
 //!   MCP servers' tools on an agent.
+//! - `openapi`: [`openapi`] (`sinew-openapi`): OpenAPI 3.0 and 3.1 documents as tools.
 //! - `tools` (default): [`tools`] (`sinew-tools`): bash, read, write, edit, list and search.
 //! - `sessions` (default): [`session`] (`sinew-session`): the session recorder, and session stores
 //!   in JSON files and SQLite.
@@ -76,6 +77,9 @@ pub use sinew_core as core;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 
+#[cfg(feature = "openapi")]
+pub use sinew_openapi as openapi;
+
 #[cfg(feature = "sessions")]
 pub use sinew_session as session;
 /// The test kit.
@@ -94,3 +98,8 @@ struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "mcp"))]
 #[doc = include_str!("../../../docs/concepts/mcp.md")]
 struct McpGuideDoctests;
+
+/// The OpenAPI guide's examples, compiled as doctests.
+#[cfg(all(doctest, feature = "openapi"))]
+#[doc = include_str!("../../../docs/concepts/openapi.md")]
+struct OpenApiGuideDoctests;

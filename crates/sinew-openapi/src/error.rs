@@ -1,0 +1,16 @@
+//! What can go wrong loading a document.
+
+/// A document that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenApiError {
+    /// Not JSON or YAML.
+    #[error("cannot parse the document: {0}")]
+    Parse(String),
+    /// Parsed, but not an OpenAPI 3.0 or 3.1 document.
+    #[error("not a usable OpenAPI document: {0}")]
+    Invalid(String),
+    /// A `$ref` that cannot be followed.
+    #[error("cannot follow `{reference}`: {why}")]
+    Ref { reference: String, why: String },
+}
