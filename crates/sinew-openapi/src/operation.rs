@@ -356,6 +356,18 @@ mod tests {
     }
 
     #[test]
+    fn broken_operations_are_skipped_and_the_rest_kept() {
+        let doc = doc(json!({"openapi": "3.0.0", "paths": {
+            "/swagger2": {"post": {"operationId": "old", "parameters": [{"name": "b", "in": "body"}]}},
+            "/dangling": {"get": {"operationId": "dangling", "parameters": [{"$ref": "#/components/parameters/Nope"}]}},
+            "/loop": {"$ref": "#/paths/~1loop"},
+            "/fine": {"get": {"operationId": "fine"}}
+        }}));
+        let names: Vec<String> = operations(&doc).into_iter().map(|o| o.tool_name).collect();
+        assert_eq!(names, ["fine"]);
+    }
+
+    #[test]
     fn request_bodies_and_security_are_read() {
         let doc = doc(json!({"openapi": "3.1.0", "security": [{"key": []}],
             "components": {"requestBodies": {"Pet": {"required": true, "content": {
