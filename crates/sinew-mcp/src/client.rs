@@ -217,7 +217,7 @@ impl McpClientBuilder {
     }
 
     /// Whether an HTTP server that refuses Streamable HTTP with a 4xx is retried with the
-    /// legacy HTTP+SSE transport (default true).
+    /// legacy HTTP+SSE transport (default true; never when the era is pinned to stateless).
     #[must_use]
     pub fn legacy_sse_fallback(mut self, enabled: bool) -> Self {
         self.legacy_fallback = enabled;
@@ -254,7 +254,9 @@ impl McpClientBuilder {
         let (tx, rx) = mpsc::channel(INBOX_CAPACITY);
         let transport = StreamableHttp::new(http, url.clone(), self.headers.clone(), self.max_message_bytes, tx);
         match McpClient::start(self.clone(), label, Box::new(transport), rx).await {
-            Err(McpError::Http { status, message }) if self.legacy_fallback && (400..500).contains(&status) => {
+            Err(McpError::Http { status, message })
+                if self.legacy_fallback && self.era != ProtocolEra::Stateless && (400..500).contains(&status) =>
+            {
                 tracing::debug!(status, message, "Streamable HTTP refused: trying the legacy HTTP+SSE transport");
                 self.connect_legacy_sse(url).await
             }
