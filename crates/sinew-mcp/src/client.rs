@@ -764,7 +764,9 @@ impl McpClient {
         let started = Instant::now();
         let started_stamp = elapsed_millis();
         let exchange = async {
-            inner.transport.send(message).await?;
+            if let Err(error) = inner.transport.send(message).await {
+                return Err(inner.explain(error).await);
+            }
             rx.await.unwrap_or_else(|_| Err(McpError::ConnectionClosed("the connection ended".into())))
         };
         let deadline = async {
@@ -801,6 +803,21 @@ impl Inner {
 
     fn with_meta(&self, params: &Value, version: &str) -> Value {
         protocol::with_meta(params, version, &self.capabilities, &self.config.client_info)
+    }
+
+    /// A write that failed because the connection is gone: the reader says why it ended (a
+    /// server's exit status and stderr) a moment later; wait a little for that.
+    async fn explain(&self, error: McpError) -> McpError {
+        if !matches!(error, McpError::ConnectionClosed(_)) {
+            return error;
+        }
+        for _ in 0..50 {
+            if let Some(reason) = self.closed.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+                return reason;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        error
     }
 
     fn forget(&self, id: &RequestId) {

@@ -433,6 +433,14 @@ async fn a_server_that_cannot_start_or_exits_at_once_is_a_clear_error() {
         .unwrap_err();
     let message = error.to_string();
     assert!(message.contains("exit status: 1") && message.contains("missing API key"), "{message}");
+
+    // Its stdin closed before we write: the write fails, and the error still says why it died.
+    let error = quick()
+        .connect_stdio(StdioCommand::new("bash").args(["-c", "exec 0<&-; echo 'bad config' >&2; sleep 0.2; exit 4"]))
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("exit status: 4") && message.contains("bad config"), "{message}");
 }
 
 #[tokio::test]
