@@ -20,7 +20,7 @@ use crate::protocol::{
     self, CallToolResult, HANDSHAKE_VERSIONS, Implementation, LATEST_HANDSHAKE_VERSION, LATEST_VERSION,
     META_SERVER_INFO, McpToolInfo, ProtocolEra, Root, STATELESS_VERSIONS, ServerDescription,
 };
-use crate::transport::http::{HeaderProvider, LegacySse, StreamableHttp};
+use crate::transport::http::{HeaderProvider, LegacySse, Shared, StreamableHttp};
 use crate::transport::stdio::{StdioCommand, StdioTransport};
 use crate::transport::{INBOX_CAPACITY, Inbound, Outgoing, Transport};
 
@@ -224,6 +224,14 @@ impl McpClientBuilder {
         self
     }
 
+    /// What an HTTP transport needs for `url`, the server's label, and the inbox to read.
+    fn http_endpoint(&self, url: &str) -> (Shared, String, mpsc::Receiver<Inbound>) {
+        let label = self.name.clone().unwrap_or_else(|| sinew_http::redact_url(url));
+        let (tx, rx) = mpsc::channel(INBOX_CAPACITY);
+        let http = self.http.clone().unwrap_or_default();
+        (Shared::new(http, url.to_owned(), self.headers.clone(), self.max_message_bytes, tx), label, rx)
+    }
+
     /// Spawns a stdio server and connects to it.
     pub async fn connect_stdio(self, command: StdioCommand) -> Result<McpClient, McpError> {
         let label = self.name.clone().unwrap_or_else(|| command.program.clone());
@@ -249,10 +257,8 @@ impl McpClientBuilder {
     /// transport when the server refuses it with a 4xx (unless disabled).
     pub async fn connect_http(self, url: impl Into<String>) -> Result<McpClient, McpError> {
         let url = url.into();
-        let label = self.name.clone().unwrap_or_else(|| sinew_http::redact_url(&url));
-        let http = self.http.clone().unwrap_or_default();
-        let (tx, rx) = mpsc::channel(INBOX_CAPACITY);
-        let transport = StreamableHttp::new(http, url.clone(), self.headers.clone(), self.max_message_bytes, tx);
+        let (endpoint, label, rx) = self.http_endpoint(&url);
+        let transport = StreamableHttp::new(endpoint);
         match McpClient::start(self.clone(), label, Box::new(transport), rx).await {
             Err(McpError::Http { status, message })
                 if self.legacy_fallback && self.era != ProtocolEra::Stateless && (400..500).contains(&status) =>
@@ -266,13 +272,8 @@ impl McpClientBuilder {
 
     /// Connects with the legacy HTTP+SSE transport (2024-11-05): `url` is the SSE endpoint.
     pub async fn connect_legacy_sse(self, url: impl Into<String>) -> Result<McpClient, McpError> {
-        let url = url.into();
-        let label = self.name.clone().unwrap_or_else(|| sinew_http::redact_url(&url));
-        let http = self.http.clone().unwrap_or_default();
-        let (tx, rx) = mpsc::channel(INBOX_CAPACITY);
-        let transport =
-            LegacySse::connect(http, url, self.headers.clone(), self.max_message_bytes, self.request_timeout, tx)
-                .await?;
+        let (endpoint, label, rx) = self.http_endpoint(&url.into());
+        let transport = LegacySse::connect(endpoint, self.request_timeout).await?;
         // The legacy transport predates the stateless revision.
         let builder = McpClientBuilder { era: ProtocolEra::Handshake, ..self };
         McpClient::start(builder, label, Box::new(transport), rx).await
@@ -904,10 +905,13 @@ impl Inner {
                     Some(Value::Number(token)) => token.to_string(),
                     _ => return,
                 };
-                let progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(sink) = progress.get(&token) {
+                // The host's callback runs without the lock held.
+                let callback = self.progress.lock().unwrap_or_else(PoisonError::into_inner).get(&token).map(|sink| {
                     sink.last.store(elapsed_millis(), Ordering::Relaxed);
-                    (sink.callback)(Progress {
+                    Arc::clone(&sink.callback)
+                });
+                if let Some(callback) = callback {
+                    callback(Progress {
                         progress: params.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
                         total: params.get("total").and_then(Value::as_f64),
                         message: params.get("message").and_then(Value::as_str).map(str::to_owned),

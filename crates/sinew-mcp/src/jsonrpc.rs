@@ -76,20 +76,23 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<V
     Value::deserialize(deserializer).map(Some)
 }
 
-/// Parses a frame: one message, or a batch (an array of them, as 2025-03-26 allowed).
+/// Parses a frame: one message, or a batch (an array of them, as 2025-03-26 allowed). The bytes
+/// are read once, straight into the message's members: a large tool result is not copied.
 pub(crate) fn parse_frame(text: &[u8]) -> Result<Vec<Message>, McpError> {
-    let value: Value = serde_json::from_slice(text)
-        .map_err(|e| McpError::Protocol(format!("not JSON ({e}): {}", excerpt_bytes(text))))?;
-    match value {
-        Value::Array(items) => items.into_iter().map(classify).collect(),
-        value => Ok(vec![classify(value)?]),
+    let refused = |error: serde_json::Error| {
+        let what = if error.is_data() { "not a JSON-RPC message" } else { "not JSON" };
+        McpError::Protocol(format!("{what} ({error}): {}", excerpt_bytes(text)))
+    };
+    if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        let batch: Vec<Raw> = serde_json::from_slice(text).map_err(refused)?;
+        return batch.into_iter().map(|raw| classify(raw, text)).collect();
     }
+    let raw: Raw = serde_json::from_slice(text).map_err(refused)?;
+    Ok(vec![classify(raw, text)?])
 }
 
-fn classify(value: Value) -> Result<Message, McpError> {
-    let shown = || excerpt_bytes(value.to_string().as_bytes());
-    let raw: Raw = serde_json::from_value(value.clone())
-        .map_err(|e| McpError::Protocol(format!("not a JSON-RPC message ({e}): {}", shown())))?;
+fn classify(raw: Raw, text: &[u8]) -> Result<Message, McpError> {
+    let shown = || excerpt_bytes(text);
     if raw.jsonrpc.as_deref() != Some("2.0") {
         return Err(McpError::Protocol(format!("not a JSON-RPC 2.0 message: {}", shown())));
     }
@@ -201,6 +204,7 @@ mod tests {
     fn refuses_what_is_not_json_rpc() {
         for (frame, expected) in [
             (&b"Starting server..."[..], "not JSON"),
+            (br#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#, "not a JSON-RPC message"),
             (br#"{"id":1,"result":{}}"#, "not a JSON-RPC 2.0 message"),
             (br#"{"jsonrpc":"2.0","id":1}"#, "neither result nor error"),
             (br#"{"jsonrpc":"2.0","id":{"x":1},"method":"m"}"#, "invalid id"),

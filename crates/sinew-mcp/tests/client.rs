@@ -59,12 +59,17 @@ impl Server {
     }
 }
 
-/// A client connected to a scripted server through the handshake.
-async fn connect(builder: McpClientBuilder) -> (McpClient, Server) {
+/// A scripted server, and the client connecting to it over in-memory pipes.
+fn start(builder: McpClientBuilder) -> (Server, tokio::task::JoinHandle<Result<McpClient, McpError>>) {
     let (client_read, server_write) = tokio::io::duplex(1 << 16);
     let (server_read, client_write) = tokio::io::duplex(1 << 16);
-    let mut server = Server { lines: BufReader::new(server_read).lines(), out: server_write };
-    let connecting = tokio::spawn(builder.era(ProtocolEra::Handshake).connect_io(client_read, client_write));
+    let server = Server { lines: BufReader::new(server_read).lines(), out: server_write };
+    (server, tokio::spawn(builder.connect_io(client_read, client_write)))
+}
+
+/// A client connected to a scripted server through the handshake.
+async fn connect(builder: McpClientBuilder) -> (McpClient, Server) {
+    let (mut server, connecting) = start(builder.era(ProtocolEra::Handshake));
     server.handshake().await;
     (connecting.await.unwrap().unwrap(), server)
 }
@@ -229,11 +234,8 @@ async fn tool_errors_and_mcp_errors_become_failed_tool_results_with_context() {
 
 #[tokio::test]
 async fn garbage_is_skipped_and_an_oversized_message_closes_the_connection() {
-    let (client_read, server_write) = tokio::io::duplex(1 << 16);
-    let (server_read, client_write) = tokio::io::duplex(1 << 16);
-    let mut server = Server { lines: BufReader::new(server_read).lines(), out: server_write };
     let builder = quick().max_message_bytes(1024).era(ProtocolEra::Handshake);
-    let connecting = tokio::spawn(builder.connect_io(client_read, client_write));
+    let (mut server, connecting) = start(builder);
     server.send_raw(b"Starting server on stdio...\n\n{not json\n").await;
     server.handshake().await;
     let client = connecting.await.unwrap().unwrap();
@@ -279,11 +281,8 @@ async fn server_requests_are_answered_through_handlers_or_refused() {
 
 #[tokio::test]
 async fn the_handshake_declares_only_the_capabilities_we_handle() {
-    let (client_read, server_write) = tokio::io::duplex(1 << 16);
-    let (server_read, client_write) = tokio::io::duplex(1 << 16);
-    let mut server = Server { lines: BufReader::new(server_read).lines(), out: server_write };
     let builder = quick().era(ProtocolEra::Handshake).roots(Vec::new()).client_info("host", "9");
-    let connecting = tokio::spawn(builder.connect_io(client_read, client_write));
+    let (mut server, connecting) = start(builder);
     let init = server.recv().await;
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
     assert_eq!(init["params"]["capabilities"], json!({"roots": {}}));
@@ -323,10 +322,7 @@ async fn tools_are_paginated_and_reloaded_when_the_list_changes() {
 #[tokio::test]
 async fn stateless_servers_get_meta_and_headers_and_fall_back_when_they_cannot() {
     // Auto: `server/discover` answered with -32022 naming only handshake revisions → initialize.
-    let (client_read, server_write) = tokio::io::duplex(1 << 16);
-    let (server_read, client_write) = tokio::io::duplex(1 << 16);
-    let mut server = Server { lines: BufReader::new(server_read).lines(), out: server_write };
-    let connecting = tokio::spawn(quick().connect_io(client_read, client_write));
+    let (mut server, connecting) = start(quick());
     let discover = server.recv().await;
     assert_eq!(discover["method"], "server/discover");
     assert_eq!(discover["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
@@ -347,13 +343,10 @@ async fn stateless_servers_get_meta_and_headers_and_fall_back_when_they_cannot()
 
 #[tokio::test]
 async fn stateless_input_required_results_are_answered_and_retried() {
-    let (client_read, server_write) = tokio::io::duplex(1 << 16);
-    let (server_read, client_write) = tokio::io::duplex(1 << 16);
-    let mut server = Server { lines: BufReader::new(server_read).lines(), out: server_write };
     let builder = quick()
         .era(ProtocolEra::Stateless)
         .elicitation(|_params: Value| async { Ok(json!({"action": "accept", "content": {"confirmed": true}})) });
-    let connecting = tokio::spawn(builder.connect_io(client_read, client_write));
+    let (mut server, connecting) = start(builder);
     let discover = server.recv().await;
     server
         .reply(

@@ -3,23 +3,15 @@
 //! in both protocol eras. They need `SINEW_PEERS_DIR` (see `build.rs`).
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use sinew_core::{Content, ToolContext, ToolError};
 use sinew_mcp::{McpClient, McpClientBuilder, ProtocolEra, RequestOptions, Root, StdioCommand};
-use tokio::process::{Child, Command};
+use sinew_testing::peers::{PeerProcess, free_port, peers_dir};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
-
-const NEEDS_PEERS: &str = "set SINEW_PEERS_DIR (../shared/peers/setup-peers.sh installs the servers)";
-
-fn peers_dir() -> PathBuf {
-    let dir = std::env::var_os("SINEW_PEERS_DIR").map(PathBuf::from).expect(NEEDS_PEERS);
-    assert!(dir.join("node_modules").is_dir(), "{} holds no peers: run setup-peers.sh", dir.display());
-    dir
-}
 
 /// `../shared/peers`, where the Python servers' sources and the loopback preload are.
 fn peers_sources() -> PathBuf {
@@ -44,36 +36,13 @@ fn builder() -> McpClientBuilder {
     McpClient::builder().request_timeout(Duration::from_secs(30))
 }
 
-/// A server process on a port, killed when dropped.
-struct HttpPeer {
-    _child: Child,
-    port: u16,
+async fn start_http_peer(program: &str, args: &[String], env: &[(&str, String)], port: u16) -> PeerProcess {
+    let mut command = Command::new(program);
+    command.args(args).envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    PeerProcess::start(command, port).await
 }
 
-async fn start_http_peer(program: &str, args: &[String], env: &[(&str, String)], port: u16) -> HttpPeer {
-    let child = Command::new(program)
-        .args(args)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
-    for _ in 0..300 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return HttpPeer { _child: child, port };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{program} {args:?} did not listen on {port} within 15 s");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-async fn everything_http(mode: &str) -> HttpPeer {
+async fn everything_http(mode: &str) -> PeerProcess {
     let port = free_port();
     let preload = peers_sources().join("loopback-only.cjs").display().to_string();
     let args = vec!["--require".to_owned(), preload, everything(), mode.to_owned()];

@@ -228,6 +228,27 @@ mod tests {
     }
 
     #[test]
+    fn path_and_header_styles_serialize_as_openapi_says() {
+        let cases = [
+            (parameter("id", Location::Path, "simple", false), json!([3, 4]), "3,4"),
+            (parameter("id", Location::Path, "simple", true), json!({"a": 1, "b": "x y"}), "a=1,b=x%20y"),
+            (parameter("id", Location::Path, "simple", false), json!({"a": 1}), "a,1"),
+            (parameter("id", Location::Path, "label", false), json!([3, 4]), ".3,4"),
+            (parameter("id", Location::Path, "label", true), json!([3, 4]), ".3.4"),
+            (parameter("id", Location::Path, "matrix", false), json!([3, 4]), ";id=3,4"),
+            (parameter("id", Location::Path, "matrix", true), json!([3, 4]), ";id=3;id=4"),
+            (parameter("id", Location::Path, "matrix", false), json!("a/b"), ";id=a%2Fb"),
+        ];
+        for (parameter, value, expected) in cases {
+            assert_eq!(path_value(&parameter, &value), expected, "{parameter:?} {value}");
+        }
+        let header = parameter("X-Obj", Location::Header, "simple", true);
+        let op = Operation { path: "/h".into(), ..operation(vec![header], None) };
+        let request = build(&op, "http://h.test", &json!({"X-Obj": {"a": 1, "b": 2}})).unwrap();
+        assert_eq!(request.header_value("X-Obj"), Some("a=1,b=2"));
+    }
+
+    #[test]
     fn requests_carry_path_query_headers_cookies_and_bodies() {
         let mut id = parameter("id", Location::Path, "simple", false);
         id.required = true;

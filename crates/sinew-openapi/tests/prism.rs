@@ -2,53 +2,24 @@
 //! Petstore 3.0 (JSON and YAML), Train Travel 3.1, and the `$ref`-heavy Star Trek API without
 //! operationIds. They need `SINEW_PEERS_DIR` (see `build.rs`).
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
-
 use serde_json::{Map, Value, json};
 use sinew_core::{AgentTool, ToolContext, ToolError};
 use sinew_openapi::{Credential, OpenApiDocument, OpenApiTool, OpenApiToolset};
-use tokio::process::{Child, Command};
+use sinew_testing::peers::{PeerProcess, free_port, peers_dir};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
-
-const NEEDS_PEERS: &str = "set SINEW_PEERS_DIR (../shared/peers/setup-peers.sh installs Prism and the specs)";
-
-fn peers_dir() -> PathBuf {
-    let dir = std::env::var_os("SINEW_PEERS_DIR").map(PathBuf::from).expect(NEEDS_PEERS);
-    assert!(dir.join("specs").is_dir(), "{} holds no specs: run setup-peers.sh", dir.display());
-    dir
-}
 
 fn spec(name: &str) -> OpenApiDocument {
     OpenApiDocument::from_path(peers_dir().join("specs").join(name)).unwrap()
 }
 
-/// `prism mock` on a free port, killed when dropped.
-struct Prism {
-    _child: Child,
-    url: String,
-}
-
-async fn prism(spec: &str) -> Prism {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+/// `prism mock` serving `spec` on a free port.
+async fn prism(spec: &str) -> PeerProcess {
+    let port = free_port();
     let dir = peers_dir();
-    let child = Command::new(dir.join("node_modules/.bin/prism"))
-        .args(["mock", "-h", "127.0.0.1", "-p", &port.to_string()])
-        .arg(dir.join("specs").join(spec))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("cannot start prism");
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Prism { _child: child, url: format!("http://127.0.0.1:{port}") };
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("prism did not listen on {port} within 20 s");
+    let mut command = Command::new(dir.join("node_modules/.bin/prism"));
+    command.args(["mock", "-h", "127.0.0.1", "-p", &port.to_string()]).arg(dir.join("specs").join(spec));
+    PeerProcess::start(command, port).await
 }
 
 fn ctx(name: &str) -> ToolContext {
@@ -169,7 +140,7 @@ async fn petstore_3_0_requests_pass_prism_validation() {
 
     let prism = prism("petstore-3.0.yaml").await;
     let tools = OpenApiToolset::new(yaml.clone())
-        .base_url(&prism.url)
+        .base_url(prism.url())
         .credential("api_key", Credential::Secret("special-key".into()))
         .credential("petstore_auth", Credential::Secret("token-123".into()))
         .build()
@@ -194,7 +165,7 @@ async fn petstore_3_0_requests_pass_prism_validation() {
         panic!()
     };
     assert!(bad_path.starts_with("HTTP 400") && bad_path.contains("validation:"), "{bad_path}");
-    let anonymous = OpenApiToolset::new(yaml).base_url(&prism.url).build().unwrap();
+    let anonymous = OpenApiToolset::new(yaml).base_url(prism.url()).build().unwrap();
     let get = anonymous.iter().find(|t| t.name() == "getPetById").unwrap();
     let ToolError::Failed(unauthorized) = get.execute(json!({"petId": 42}), ctx("g")).await.unwrap_err() else {
         panic!()
@@ -214,7 +185,7 @@ async fn petstore_3_0_requests_pass_prism_validation() {
 async fn petstore_json_document_serves_the_same_requests() {
     let prism = prism("petstore-3.0.json").await;
     let tools = OpenApiToolset::new(spec("petstore-3.0.json"))
-        .base_url(&prism.url)
+        .base_url(prism.url())
         .credential("api_key", Credential::Secret("special-key".into()))
         .credential("petstore_auth", Credential::Secret("token-123".into()))
         .build()
@@ -229,7 +200,7 @@ async fn train_travel_3_1_requests_pass_prism_validation() {
     assert!(document.version().starts_with("3.1"));
     let prism = prism("train-travel-3.1.yaml").await;
     let tools = OpenApiToolset::new(document)
-        .base_url(&prism.url)
+        .base_url(prism.url())
         .credential("OAuth2", Credential::Secret("token-123".into()))
         .build()
         .unwrap();

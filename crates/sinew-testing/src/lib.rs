@@ -14,6 +14,8 @@
 //!   builders are snapshot-tested on.
 //! - [`mockllm`]: the reference benchmark's mock model (OpenAI Chat and Anthropic), served by
 //!   the `sinew-mockllm` binary for `cargo xtask bench e2e`.
+//! - [`peers`]: the real servers of `shared/peers` for interop tests: where they are installed,
+//!   free ports, server processes that are listening before a test goes on.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
 //!   provider streams of `shared/fixtures`, for decoder tests.
@@ -43,6 +45,7 @@ mod fixtures;
 mod history;
 mod mock;
 pub mod mockllm;
+pub mod peers;
 mod server;
 mod tools;
 pub mod transport;

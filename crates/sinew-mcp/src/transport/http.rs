@@ -54,9 +54,9 @@ struct State {
     protocol_version: Option<String>,
 }
 
-/// What the streams share.
+/// Where and how to send: what a transport and its stream tasks share.
 #[derive(Clone)]
-struct Shared {
+pub(crate) struct Shared {
     client: HttpClient,
     url: String,
     state: Arc<StdMutex<State>>,
@@ -67,7 +67,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(
+    pub(crate) fn new(
         client: HttpClient,
         url: String,
         headers: Option<Arc<dyn HeaderProvider>>,
@@ -140,14 +140,8 @@ impl fmt::Debug for StreamableHttp {
 }
 
 impl StreamableHttp {
-    pub(crate) fn new(
-        client: HttpClient,
-        url: String,
-        headers: Option<Arc<dyn HeaderProvider>>,
-        max_message_bytes: usize,
-        inbox: Inbox,
-    ) -> Self {
-        StreamableHttp { shared: Shared::new(client, url, headers, max_message_bytes, inbox) }
+    pub(crate) fn new(shared: Shared) -> Self {
+        StreamableHttp { shared }
     }
 }
 
@@ -460,15 +454,7 @@ impl fmt::Debug for LegacySse {
 
 impl LegacySse {
     /// Opens the GET stream and waits (up to `timeout`) for the server's `endpoint` event.
-    pub(crate) async fn connect(
-        client: HttpClient,
-        url: String,
-        headers: Option<Arc<dyn HeaderProvider>>,
-        max_message_bytes: usize,
-        timeout: Duration,
-        inbox: Inbox,
-    ) -> Result<Self, McpError> {
-        let shared = Shared::new(client, url, headers, max_message_bytes, inbox);
+    pub(crate) async fn connect(shared: Shared, timeout: Duration) -> Result<Self, McpError> {
         let mut request = shared.request(http::Method::GET, &shared.url, bytes::Bytes::new()).await?;
         request.headers.push(("accept".into(), "text/event-stream".into()));
         let mut response = shared.send(&request).await?;
