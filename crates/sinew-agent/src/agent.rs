@@ -203,6 +203,13 @@ impl Agent {
         self
     }
 
+    /// Names the agent (default: a random id). Session records group runs by agent id.
+    #[must_use]
+    pub fn with_agent_id(mut self, agent_id: impl Into<String>) -> Self {
+        self.context.agent_id = Some(agent_id.into());
+        self
+    }
+
     /// Replaces the provider.
     #[must_use]
     pub fn with_provider(mut self, provider: impl StreamProvider + 'static) -> Self {
@@ -353,6 +360,16 @@ impl Agent {
     }
 
     // ----- accessors -----
+
+    /// The model the next run asks for.
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// Switches models between runs; the history is kept.
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.config.model = model.into();
+    }
 
     pub fn messages(&self) -> &[AgentMessage] {
         &self.context.messages

@@ -17,6 +17,8 @@
 //! - [`peers`]: the real servers of `shared/peers` for interop tests: where they are installed,
 //!   free ports, server processes that are listening before a test goes on.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
+//! - [`wire`]: what Anthropic Messages and OpenAI Chat Completions stream for a scripted turn, for
+//!   tests that drive a whole program over HTTP.
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
 //!   provider streams of `shared/fixtures`, for decoder tests.
 //!
@@ -49,6 +51,7 @@ pub mod peers;
 mod server;
 mod tools;
 pub mod transport;
+pub mod wire;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
 pub use decoding::{

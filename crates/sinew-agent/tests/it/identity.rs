@@ -121,3 +121,18 @@ async fn snapshots_carry_identity_and_counters() {
     assert_eq!((other.agent_id(), other.session_id()), (agent.agent_id(), agent.session_id()));
     assert_eq!(other.next_loop_id(), format!("{}.mock.mock-model.2", agent.session_id()));
 }
+
+#[tokio::test]
+async fn a_named_agent_switches_models_between_runs_and_keeps_its_history() {
+    let model = std::sync::Arc::new(MockProvider::new([MockResponse::text("1"), MockResponse::text("2")]));
+    let mut agent = sinew_agent::Agent::with_provider_arc(model.clone(), "first").with_agent_id("sinew");
+    let (events, _) = agent.prompt("a").collect().await;
+    assert_eq!(agent_start(&events).0, "sinew");
+    assert_eq!(agent.model(), "first");
+    agent.set_model("second");
+    let (events, _) = agent.prompt("b").collect().await;
+    assert!(matches!(&events[0], AgentEvent::AgentStart { model, .. } if model == "second"));
+    let models: Vec<String> = model.requests().into_iter().map(|r| r.model).collect();
+    assert_eq!(models, ["first", "second"]);
+    assert_eq!(model.requests()[1].messages.len(), 3, "the history went along");
+}

@@ -1,0 +1,228 @@
+//! One-shot runs against scripted Anthropic and OpenAI-compatible servers: tool calls, approvals
+//! answered on stdin, `--json`, sessions saved by one process and resumed by another.
+
+use serde_json::{Value, json};
+use sinew_testing::wire::{WireTurn, anthropic_events, openai_chat_events, sse_response};
+use sinew_testing::{MockServer, ReceivedRequest, ServedResponse};
+
+use crate::support::{Sandbox, answers_tools, messages, text_of};
+
+/// Anthropic: the model reads a file and writes one in the same turn; only the write asks.
+fn anthropic_model(request: &ReceivedRequest) -> ServedResponse {
+    let messages = messages(request);
+    let last_prompt = messages.iter().rev().find(|m| m["role"] == "user" && !text_of(m).is_empty()).map(text_of);
+    let turn = if answers_tools(&messages) {
+        WireTurn::new().text("Wrote notes.txt.").usage(2_000, 20)
+    } else if last_prompt.as_deref() == Some("what did you write?") {
+        WireTurn::new().text("I wrote ").text("hello into notes.txt.").usage(2_500, 12)
+    } else {
+        WireTurn::new()
+            .text("Writing it.")
+            .tool_call("toolu_read", "read_file", json!({"path": "input.txt"}))
+            .tool_call("toolu_write", "write_file", json!({"path": "notes.txt", "content": "hello"}))
+            .usage(10_000, 1_000)
+    };
+    sse_response(anthropic_events(&turn), None)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_one_shot_asks_before_writing_then_a_second_process_resumes_the_session() {
+    let server = MockServer::start(anthropic_model).await;
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &server.url())]);
+    std::fs::write(sandbox.workspace.path().join("input.txt"), "some input\n").unwrap();
+
+    let run = sandbox.run(&["write the notes"], "y\n").await;
+    run.assert_code(0);
+    assert_eq!(sandbox.file("notes.txt").as_deref(), Some("hello"));
+    assert_eq!(run.stdout, "Writing it.\nWrote notes.txt.\n", "only the answer goes to stdout");
+    let stderr = &run.stderr;
+    assert_eq!(stderr.matches("allow ").count(), 1, "read_file runs without asking:\n{stderr}");
+    assert!(
+        stderr.contains(r#"allow write_file(content="hello", path="notes.txt")? [y]es / [n]o / [a]lways"#),
+        "{stderr}"
+    );
+    assert!(stderr.contains(r#"● read_file(path="input.txt")"#) && stderr.contains("⎿ read_file: "), "{stderr}");
+    assert!(stderr.contains("⎿ write_file: "), "{stderr}");
+    // claude-sonnet-4-5: $3 in and $15 out per million tokens.
+    assert!(stderr.contains("↳ 10,000 in · 1,000 out · $0.0450"), "usage and cost per turn:\n{stderr}");
+    let first = &server.requests()[0];
+    assert_eq!(first.header("x-api-key"), Some("sk-test"));
+    assert_eq!(first.json()["model"], "claude-sonnet-4-5", "the provider name is not sent");
+    assert!(sandbox.database().exists(), "the session is saved in the user's data directory");
+
+    let id = run.session_id();
+    let resumed = sandbox.run(&["--resume", &id[..8], "what did you write?"], "").await;
+    resumed.assert_code(0);
+    assert_eq!(resumed.stdout, "I wrote hello into notes.txt.\n");
+    assert_eq!(resumed.session_id(), id, "the conversation goes on in the same session");
+    let requests = server.requests();
+    let history = messages(requests.last().unwrap());
+    assert_eq!(history.len(), 5, "prompt, tool calls, results, answer, new prompt: {history:#?}");
+    assert_eq!(text_of(&history[0]), "write the notes");
+    let calls: Vec<&str> = history[1]["content"].as_array().unwrap().iter().filter_map(|b| b["id"].as_str()).collect();
+    assert_eq!(calls, ["toolu_read", "toolu_write"]);
+    let results = history[2]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert!(results[0]["content"].to_string().contains("some input"), "{results:?}");
+    assert_eq!(text_of(&history[3]), "Wrote notes.txt.");
+    assert_eq!(text_of(&history[4]), "what did you write?");
+
+    // `--continue` takes the most recent session: the same one.
+    let continued = sandbox.run(&["-c", "what did you write?"], "").await;
+    continued.assert_code(0);
+    assert_eq!(continued.session_id(), id);
+    assert_eq!(messages(server.requests().last().unwrap()).len(), 7);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_call_does_not_run_and_the_model_is_told() {
+    let server = MockServer::start(anthropic_model).await;
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &server.url())]);
+    std::fs::write(sandbox.workspace.path().join("input.txt"), "x").unwrap();
+    let run = sandbox.run(&["write the notes"], "maybe\nn\n").await;
+    run.assert_code(0);
+    assert!(run.stderr.contains("answer y, n or a"), "an unclear answer is asked again:\n{}", run.stderr);
+    assert_eq!(sandbox.file("notes.txt"), None);
+    let results = &messages(server.requests().last().unwrap())[2]["content"];
+    let declined = results.as_array().unwrap().iter().find(|r| r["tool_use_id"] == "toolu_write").unwrap();
+    assert_eq!(declined["is_error"], true);
+    assert!(declined["content"].to_string().contains("The user declined this tool call."), "{declined}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closed_input_declines_and_yolo_never_asks() {
+    let server = MockServer::start(anthropic_model).await;
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &server.url())]);
+    let run = sandbox.run(&["--no-save", "write the notes"], "").await;
+    run.assert_code(0);
+    assert!(run.stderr.contains("no answer (input closed): declined"), "{}", run.stderr);
+    assert_eq!(sandbox.file("notes.txt"), None);
+    assert!(!sandbox.database().exists(), "--no-save saves nothing");
+
+    let run = sandbox.run(&["--yolo", "write the notes"], "").await;
+    run.assert_code(0);
+    assert!(!run.stderr.contains("allow "), "{}", run.stderr);
+    assert_eq!(sandbox.file("notes.txt").as_deref(), Some("hello"));
+}
+
+/// OpenAI-compatible: `bash` twice, one tool call per turn, then the answer.
+fn openai_model(request: &ReceivedRequest) -> ServedResponse {
+    let messages = messages(request);
+    let results = messages.iter().filter(|m| m["role"] == "tool").count();
+    let turn = match results {
+        0 => WireTurn::new().tool_call("call_1", "bash", json!({"command": "echo first"})),
+        1 => WireTurn::new().tool_call("call_2", "bash", json!({"command": "echo second"})),
+        _ => WireTurn::new().text("Both ").text("ran.").usage(300, 3),
+    };
+    sse_response(openai_chat_events(&turn), None)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_compatible_json_lines_with_always_approving_bash() {
+    let server = MockServer::start(openai_model).await;
+    let base_url = format!("{}/v1", server.url());
+    let sandbox = Sandbox::new(&[("OPENAI_BASE_URL", &base_url)]);
+    let run = sandbox.run(&["--json", "--model", "local-model", "run two commands"], "a\n").await;
+    run.assert_code(0);
+    assert_eq!(run.stderr.matches("allow bash(").count(), 1, "always: asked once\n{}", run.stderr);
+
+    let events: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"agentStart"));
+    assert_eq!(events.first().unwrap()["model"], "openai/local-model");
+    // One run suspends for the approval, the resumed run finishes.
+    let ends: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "agentEnd").map(|e| e["reason"].as_str().unwrap()).collect();
+    assert_eq!(ends, ["suspended", "completed"]);
+    assert_eq!(types.last(), Some(&"agentEnd"));
+    assert_eq!(types.iter().filter(|t| **t == "toolApprovalRequest").count(), 1);
+    let outputs: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "toolExecutionEnd")
+        .map(|e| {
+            assert_eq!(e["isError"], false, "{e}");
+            e["result"]["content"][0]["text"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(outputs.len(), 2);
+    assert!(outputs[0].contains("first") && outputs[1].contains("second"), "{outputs:?}");
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "messageUpdate" && e["delta"]["type"] == "text")
+        .map(|e| e["delta"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Both ran.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].json()["model"], "local-model");
+    assert_eq!(requests[0].header("authorization"), None, "a local server needs no key");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_model_exits_1_and_says_why() {
+    let server = MockServer::start(|_: &ReceivedRequest| {
+        ServedResponse::json(
+            401,
+            &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+        )
+    })
+    .await;
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-wrong"), ("ANTHROPIC_BASE_URL", &server.url())]);
+    let run = sandbox.run(&["hi"], "").await;
+    run.assert_code(1);
+    assert!(run.stderr.contains("error: ") && run.stderr.contains("invalid x-api-key"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn setup_mistakes_exit_2_with_what_to_change() {
+    let sandbox = Sandbox::new(&[]);
+    let run = sandbox.run(&["hi"], "").await;
+    run.assert_code(2);
+    for variable in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_CLOUD_PROJECT",
+        "AZURE_OPENAI_API_KEY",
+        "AWS_REGION",
+        "sinew --demo",
+    ] {
+        assert!(run.stderr.contains(variable), "{variable} missing from\n{}", run.stderr);
+    }
+
+    let config = sandbox.home.path().join(".config/sinew/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[providers.anthropic]\napi_kee = \"x\"\n").unwrap();
+    let run = sandbox.run(&["hi"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("invalid configuration in") && run.stderr.contains("api_kee"), "{}", run.stderr);
+
+    std::fs::write(&config, "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n").unwrap();
+    let run = sandbox.run(&["hi"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("provider `local` has no default model"), "{}", run.stderr);
+
+    let run = sandbox.run(&["--json"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("--json needs a PROMPT"), "{}", run.stderr);
+    let run = sandbox.run(&["--resume", "nope", "hi", "--model", "m"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("no saved session `nope`"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_demo_runs_offline_and_says_it_is_scripted() {
+    let sandbox = Sandbox::new(&[]);
+    let run = sandbox.run(&["--demo"], "y\ny\n").await;
+    run.assert_code(0);
+    assert!(run.stderr.contains("SCRIPTED") && run.stderr.contains("MockProvider"), "{}", run.stderr);
+    assert!(run.stderr.contains("▸ thought for"), "thinking is collapsed to one line:\n{}", run.stderr);
+    assert!(run.stderr.contains("⎿ bash: exit 0 · Hello from sinew!"), "{}", run.stderr);
+    assert!(run.stdout.contains("Done: hello.txt says \"Hello from sinew!\"."), "{}", run.stdout);
+    assert!(!sandbox.database().exists(), "the demo saves nothing");
+}
