@@ -53,8 +53,9 @@ enum Step {
 }
 
 impl Chat {
-    /// Runs `prompt` to its end. The first Ctrl-C aborts the run (the conversation stays valid
-    /// and saved); a second one, or one at an approval question, is [`Interrupted`].
+    /// Runs `prompt` to its end. The first Ctrl-C (during the run, or at an approval question)
+    /// aborts the run, and the conversation stays valid and saved; a second one during the same
+    /// run is [`Interrupted`].
     pub(crate) async fn ask(&mut self, prompt: String) -> Result<LoopOutcome> {
         self.interrupts.drain();
         let mut step = Step::Prompt(prompt);
@@ -111,8 +112,12 @@ impl Chat {
                         .await;
                     match answer {
                         Answer::Decided(decisions) => step = Step::Resume(decisions),
-                        // The calls stay pending; the next prompt answers them as superseded.
-                        Answer::Interrupted => return Err(Interrupted.into()),
+                        // Ctrl-C at the question aborts the turn. The calls stay pending, and
+                        // the next prompt answers them as superseded.
+                        Answer::Interrupted => {
+                            self.output.notice(Level::Warning, "⏹ turn aborted; the conversation so far is kept");
+                            return Ok(LoopOutcome { reason: EndReason::Aborted, ..outcome });
+                        }
                     }
                 }
                 EndReason::Aborted => {

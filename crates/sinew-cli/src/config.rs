@@ -152,6 +152,18 @@ mod tests {
     }
 
     #[test]
+    fn the_manuals_example_is_a_valid_configuration() {
+        let manual = include_str!("../../../docs/cli.md");
+        let start = manual.find("```toml\n").expect("docs/cli.md has a toml example") + "```toml\n".len();
+        let end = start + manual[start..].find("```").expect("the example ends");
+        let config = parse(&manual[start..end]).unwrap();
+        assert_eq!(config.providers.len(), 5);
+        assert_eq!(config.providers["ollama"].kind.as_deref(), Some("openai"));
+        assert_eq!(config.mcp.servers["tracker"].prefix.as_deref(), Some("jira"));
+        assert_eq!(config.session_store.as_deref(), Some("postgres://sinew@db.internal/sinew"));
+    }
+
+    #[test]
     fn typos_are_errors_that_name_the_key() {
         let error = parse("[providers.anthropic]\napi_kee = \"x\"\n").unwrap_err();
         assert!(format!("{error:#}").contains("api_kee"), "{error:#}");

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use sinew::session::{
     Formation, LoopRecord, PostgresStore, Session, SessionError, SessionRecorder, SessionStore, SqliteStore,
 };
@@ -108,7 +108,7 @@ impl Sessions {
 
     /// The CLI's sessions, most recent first, at most `limit`.
     pub(crate) async fn list(&self, limit: usize) -> Result<Vec<Summary>> {
-        let store = self.store.as_ref().ok_or_else(|| anyhow!("sessions are not saved (--no-save)"))?;
+        let store = self.store.as_ref().ok_or_else(|| UsageError("sessions are not saved (--no-save)".into()))?;
         let mut summaries = Vec::new();
         for id in store.list_ids().await? {
             if summaries.len() == limit {
@@ -129,7 +129,7 @@ impl Sessions {
 
     /// The session `id` names: its full id, or a prefix only one session id has.
     pub(crate) async fn find(&self, id: &str) -> Result<Session> {
-        let store = self.store.as_ref().ok_or_else(|| anyhow!("sessions are not saved (--no-save)"))?;
+        let store = self.store.as_ref().ok_or_else(|| UsageError("sessions are not saved (--no-save)".into()))?;
         match store.load(id).await {
             Ok(session) => return Ok(session),
             Err(SessionError::NotFound(_)) => {}

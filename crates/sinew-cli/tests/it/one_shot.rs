@@ -226,3 +226,32 @@ async fn the_demo_runs_offline_and_says_it_is_scripted() {
     assert!(run.stdout.contains("Done: hello.txt says \"Hello from sinew!\"."), "{}", run.stdout);
     assert!(!sandbox.database().exists(), "the demo saves nothing");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
+async fn sessions_saved_in_postgres_are_resumed_by_another_process() {
+    let url = std::env::var("SINEW_TEST_POSTGRES_URL").expect("SINEW_TEST_POSTGRES_URL names a PostgreSQL server");
+    let server = MockServer::start(anthropic_model).await;
+    let sandbox = Sandbox::new(&[
+        ("ANTHROPIC_API_KEY", "sk-test"),
+        ("ANTHROPIC_BASE_URL", &server.url()),
+        ("SINEW_SESSION_STORE", &url),
+    ]);
+    let run = sandbox.run(&["write the notes"], "y\n").await;
+    run.assert_code(0);
+    let id = run.session_id();
+    let resumed = sandbox.run(&["--resume", &id, "what did you write?"], "").await;
+    resumed.assert_code(0);
+    assert_eq!(resumed.stdout, "I wrote hello into notes.txt.\n");
+    assert_eq!(messages(server.requests().last().unwrap()).len(), 5, "the whole conversation came back");
+    assert!(!sandbox.database().exists(), "nothing went to SQLite");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_session_store_is_named_in_the_error() {
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test")]);
+    let run = sandbox.run(&["--session-store", "postgres://me:secret@127.0.0.1:1/sinew", "hi"], "").await;
+    run.assert_code(1);
+    assert!(run.stderr.contains("cannot open the session store postgres://…@127.0.0.1:1/sinew"), "{}", run.stderr);
+    assert!(!run.stderr.contains("secret"), "the password is not shown:\n{}", run.stderr);
+}

@@ -127,6 +127,10 @@ impl Drop for Terminal {
 fn model(request: &ReceivedRequest) -> ServedResponse {
     let messages = messages(request);
     let prompt = messages.last().map(text_of).unwrap_or_default();
+    if messages.last().is_some_and(|m| m["role"] == "user") && prompt.contains("touch") {
+        let call = WireTurn::new().tool_call("call_1", "bash", serde_json::json!({"command": "touch ran.txt"}));
+        return sse_response(openai_chat_events(&call), None);
+    }
     if prompt.contains("slow") {
         let mut turn = WireTurn::new();
         for i in 0..300 {
@@ -191,7 +195,7 @@ async fn the_repl_switches_models_clears_streams_aborts_on_ctrl_c_and_quits() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn ctrl_c_twice_at_the_prompt_quits_and_sessions_are_listed_and_resumed() {
+async fn sessions_are_listed_and_resumed_and_ctrl_c_aborts_questions_or_twice_quits() {
     let server = MockServer::start(model).await;
     let base_url = format!("{}/v1", server.url());
     let sandbox = Sandbox::new(&[("OPENAI_BASE_URL", &base_url)]);
@@ -214,14 +218,27 @@ async fn ctrl_c_twice_at_the_prompt_quits_and_sessions_are_listed_and_resumed() 
         terminal.type_line("what was the word?");
         terminal.wait_for_text("Answer number 2.");
 
+        // Ctrl-C at an approval question aborts the turn; the call never runs.
+        terminal.type_line("touch a file");
+        terminal.wait_for_text(r#"allow bash(command="touch ran.txt")?"#);
+        terminal.ctrl_c();
+        terminal.wait_for_text("turn aborted; the conversation so far is kept");
+        terminal.type_line("never mind");
+        terminal.wait_for_text("Answer number 4.");
+
         terminal.ctrl_c_at_prompt();
         terminal.wait_for_text("(Ctrl-C again to quit, or /quit)");
         terminal.ctrl_c_at_prompt();
         assert!(terminal.wait_exit().success());
         id
     });
-    let history = messages(server.requests().last().unwrap());
-    let prompts: Vec<String> = history.iter().filter(|m| m["role"] == "user").map(text_of).collect();
+    let requests = server.requests();
+    let resumed = messages(&requests[1]);
+    let prompts: Vec<String> = resumed.iter().filter(|m| m["role"] == "user").map(text_of).collect();
     assert_eq!(prompts, ["remember the word marmalade", "what was the word?"], "the resumed history was sent");
+    let last = messages(requests.last().unwrap());
+    let result = last.iter().find(|m| m["role"] == "tool").expect("the pending call was answered");
+    assert!(text_of(result).contains("not executed"), "{result}");
+    assert!(!sandbox.workspace.path().join("ran.txt").exists(), "the interrupted call never ran");
     assert!(!first_session.is_empty());
 }
