@@ -17,6 +17,7 @@
 //! - [`peers`]: the real servers of `shared/peers` for interop tests: where they are installed,
 //!   free ports, server processes that are listening before a test goes on.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
+//! - [`mcp_script`]: a tiny stdio MCP server in Python, for tests that need a real server process.
 //! - [`wire`]: what Anthropic Messages and OpenAI Chat Completions stream for a scripted turn, for
 //!   tests that drive a whole program over HTTP.
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
@@ -45,6 +46,7 @@ mod assert;
 mod decoding;
 mod fixtures;
 mod history;
+pub mod mcp_script;
 mod mock;
 pub mod mockllm;
 pub mod peers;

@@ -1,30 +1,11 @@
-//! An agent calls a real MCP server's tool: a small stdio server (Python, standard library only)
-//! answers the handshake, lists one tool and runs it.
+//! An agent calls a real MCP server's tool: `sinew_testing`'s small stdio server (Python,
+//! standard library only) answers the handshake, lists one tool and runs it.
 
 use serde_json::json;
 use sinew::mcp::{AgentMcpExt, StdioCommand};
+use sinew::testing::mcp_script::SHOUT_SERVER;
 use sinew::testing::{MockProvider, MockResponse};
 use sinew::{Agent, AgentMessage, EndReason, Message};
-
-const SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    method, mid = msg["method"], msg["id"]
-    if method == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "upper", "version": "1"}}
-    elif method == "tools/list":
-        result = {"tools": [{"name": "shout", "description": "Upper-cases text",
-                             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]}
-    elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": msg["params"]["arguments"]["text"].upper()}]}
-    else:
-        print(json.dumps({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}}), flush=True)
-        continue
-    print(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}), flush=True)
-"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_calls_an_mcp_tool_by_its_prefixed_name() {
@@ -33,7 +14,7 @@ async fn an_agent_calls_an_mcp_tool_by_its_prefixed_name() {
         MockResponse::text("The server shouted HELLO."),
     ]);
     let mut agent = Agent::new(model, "scripted-model")
-        .with_mcp_server_stdio(StdioCommand::new("python3").args(["-c", SERVER]), Some("upper"))
+        .with_mcp_server_stdio(StdioCommand::new("python3").args(["-c", SHOUT_SERVER]), Some("upper"))
         .await
         .unwrap();
     let outcome = agent.prompt("Shout hello").finish().await;

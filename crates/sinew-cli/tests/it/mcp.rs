@@ -3,31 +3,11 @@
 //! reported without stopping the others.
 
 use serde_json::{Value, json};
+use sinew_testing::mcp_script::SHOUT_SERVER;
 use sinew_testing::wire::{WireTurn, anthropic_events, sse_response};
 use sinew_testing::{MockServer, ReceivedRequest, ServedResponse};
 
 use crate::support::{Sandbox, answers_tools, messages};
-
-/// A stdio MCP server in Python's standard library: one tool, `shout`.
-const STDIO_SERVER: &str = r#"
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    method, mid = msg["method"], msg["id"]
-    if method == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "upper", "version": "1"}}
-    elif method == "tools/list":
-        result = {"tools": [{"name": "shout", "description": "Upper-cases text",
-                             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]}
-    elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": msg["params"]["arguments"]["text"].upper()}]}
-    else:
-        print(json.dumps({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}}), flush=True)
-        continue
-    print(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}), flush=True)
-"#;
 
 /// A Streamable HTTP MCP server answering in JSON: one tool, `add`.
 fn http_server(request: &ReceivedRequest) -> ServedResponse {
@@ -92,7 +72,7 @@ require_approval = true
 [mcp.servers.broken]
 command = "/nonexistent/mcp-server"
 "#,
-        script = toml_string(STDIO_SERVER),
+        script = toml_string(SHOUT_SERVER),
         url = mcp.url()
     );
     std::fs::write(&config, toml).unwrap();
