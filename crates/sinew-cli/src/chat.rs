@@ -74,6 +74,10 @@ impl Chat {
                 tokio::select! {
                     event = run.next() => {
                         let Some(event) = event else { break };
+                        if aborting {
+                            // A Ctrl-C that came before the run had started cancels it now.
+                            handle.abort();
+                        }
                         self.sessions.record(&event);
                         self.output.render().on_event(&event);
                         if matches!(event, AgentEvent::TurnEnd { .. }) {
