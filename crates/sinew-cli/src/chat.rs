@@ -15,6 +15,9 @@ use crate::providers::Providers;
 use crate::render::{Display, JsonLines, Level, Render};
 use crate::sessions::Sessions;
 
+/// What an aborted turn leaves.
+const ABORTED: &str = "⏹ turn aborted; the conversation so far is kept";
+
 /// How runs are shown.
 #[derive(Debug)]
 pub(crate) enum Output {
@@ -119,13 +122,13 @@ impl Chat {
                         // Ctrl-C at the question aborts the turn. The calls stay pending, and
                         // the next prompt answers them as superseded.
                         Answer::Interrupted => {
-                            self.output.notice(Level::Warning, "⏹ turn aborted; the conversation so far is kept");
+                            self.output.notice(Level::Warning, ABORTED);
                             return Ok(LoopOutcome { reason: EndReason::Aborted, ..outcome });
                         }
                     }
                 }
                 EndReason::Aborted => {
-                    self.output.notice(Level::Warning, "⏹ turn aborted; the conversation so far is kept");
+                    self.output.notice(Level::Warning, ABORTED);
                     return Ok(outcome);
                 }
                 EndReason::Failed => {

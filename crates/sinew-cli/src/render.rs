@@ -77,7 +77,7 @@ pub(crate) struct Display {
     pub(crate) show_thinking: bool,
     /// The thinking of the latest message, for `/thinking` to expand.
     pub(crate) last_thinking: String,
-    thinking: Option<String>,
+    thinking: Option<Thinking>,
     /// The answer's text is mid-line.
     text_open: bool,
     spinner: Option<Spinner>,
@@ -85,6 +85,27 @@ pub(crate) struct Display {
     last_usage_at: Option<u64>,
     /// The model the run asked for.
     run_model: String,
+}
+
+/// A thinking block being streamed, its words counted as they come (never recounted).
+#[derive(Debug, Default)]
+struct Thinking {
+    text: String,
+    words: usize,
+    in_word: bool,
+}
+
+impl Thinking {
+    fn push(&mut self, delta: &str) {
+        for c in delta.chars() {
+            let word = !c.is_whitespace();
+            if word && !self.in_word {
+                self.words += 1;
+            }
+            self.in_word = word;
+        }
+        self.text.push_str(delta);
+    }
 }
 
 #[derive(Debug)]
@@ -131,10 +152,17 @@ impl Display {
         }
     }
 
+    /// Shows the spinner, or changes its label. A label change shows at the next tick, so fast
+    /// deltas never cost a terminal write each.
     fn spin(&mut self, label: impl Into<String>) {
         let label = label.into();
         match &mut self.spinner {
-            Some(spinner) => spinner.label = label,
+            Some(spinner) => {
+                spinner.label = label;
+                if spinner.drawn {
+                    return;
+                }
+            }
             None => self.spinner = Some(Spinner { label, since: Instant::now(), frame: 0, drawn: false }),
         }
         self.draw_spinner();
@@ -178,14 +206,13 @@ impl Display {
 
     /// Ends a thinking block: its summary line, or the end of its dimmed text.
     fn end_thinking(&mut self) {
-        let Some(text) = self.thinking.take() else { return };
+        let Some(Thinking { text, words, .. }) = self.thinking.take() else { return };
         if self.show_thinking {
             self.stop_spinner();
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err);
             let _ = err.flush();
         } else {
-            let words = text.split_whitespace().count();
             let hint = if self.interactive { "/thinking to expand" } else { "--show-thinking to see it" };
             let line = format!("▸ thought for {words} words ({hint})");
             self.stop_spinner();
@@ -199,8 +226,8 @@ impl Display {
         match delta {
             StreamDelta::Thinking { delta, .. } => {
                 let fresh = self.thinking.is_none();
-                let thinking = self.thinking.get_or_insert_with(String::new);
-                thinking.push_str(delta);
+                let thinking = self.thinking.get_or_insert_with(Thinking::default);
+                thinking.push(delta);
                 if self.show_thinking {
                     self.stop_spinner();
                     self.close_text();
@@ -211,7 +238,7 @@ impl Display {
                     let _ = write!(err, "{}", self.term.paint(DIM, delta));
                     let _ = err.flush();
                 } else {
-                    let words = thinking.split_whitespace().count();
+                    let words = thinking.words;
                     self.spin(format!("thinking · {words} words"));
                 }
             }
@@ -478,6 +505,18 @@ mod tests {
         );
         let image = ToolResult { content: vec![Content::image("aGk=", "image/png")], ..ToolResult::text("") };
         assert_eq!(summarize_result(&image), "1 block(s) of non-text content");
+    }
+
+    #[test]
+    fn thinking_words_are_counted_across_any_split() {
+        let text = "  The user wants\ta file.\nI will write it ";
+        for cut in 0..=text.len() {
+            let mut thinking = Thinking::default();
+            thinking.push(&text[..cut]);
+            thinking.push(&text[cut..]);
+            assert_eq!(thinking.words, text.split_whitespace().count(), "cut at {cut}");
+            assert_eq!(thinking.text, text);
+        }
     }
 
     #[test]

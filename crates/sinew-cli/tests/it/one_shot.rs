@@ -213,6 +213,60 @@ async fn setup_mistakes_exit_2_with_what_to_change() {
     let run = sandbox.run(&["--resume", "nope", "hi", "--model", "m"], "").await;
     run.assert_code(2);
     assert!(run.stderr.contains("no saved session `nope`"), "{}", run.stderr);
+    let run = sandbox.run(&["-c", "hi", "--model", "m"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("there is no saved session to continue"), "{}", run.stderr);
+    let run = sandbox.run(&["--no-save", "--resume", "x", "hi", "--model", "m"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("sessions are not saved (--no-save)"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn configured_providers_are_reached_by_name_and_base_urls_overridden() {
+    let server = MockServer::start(anthropic_model).await;
+    let sandbox = Sandbox::new(&[("WORK_KEY", "sk-work"), ("ANTHROPIC_API_KEY", "sk-env")]);
+    let config = sandbox.home.path().join(".config/sinew/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let toml = format!(
+        "model = \"work/claude-haiku-4-5\"\n[providers.work]\nkind = \"anthropic\"\napi_key_env = \"WORK_KEY\"\nbase_url = \"{}\"\n",
+        server.url()
+    );
+    std::fs::write(&config, toml).unwrap();
+    let run = sandbox.run(&["--yolo", "write the notes"], "").await;
+    run.assert_code(0);
+    let first = &server.requests()[0];
+    assert_eq!(first.header("x-api-key"), Some("sk-work"), "the table's key variable, not ANTHROPIC_API_KEY");
+    assert_eq!(first.json()["model"], "claude-haiku-4-5");
+
+    // The environment's provider, sent elsewhere by --base-url.
+    std::fs::remove_file(&config).unwrap();
+    let other = MockServer::start(anthropic_model).await;
+    let run = sandbox.run(&["--yolo", "-p", "anthropic", "--base-url", &other.url(), "write the notes"], "").await;
+    run.assert_code(0);
+    assert_eq!(other.requests()[0].header("x-api-key"), Some("sk-env"));
+    assert_eq!(other.requests()[0].json()["model"], "claude-sonnet-4-5", "the kind's default model");
+    assert_eq!(server.requests().len(), 2, "the first server saw only the first run");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overloaded_servers_are_retried_and_the_retry_is_shown() {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let server = MockServer::start(move |request: &ReceivedRequest| {
+        if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 3 {
+            return ServedResponse::json(
+                529,
+                &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            )
+            .header("retry-after-ms", "1");
+        }
+        anthropic_model(request)
+    })
+    .await;
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &server.url())]);
+    let run = sandbox.run(&["--yolo", "write the notes"], "").await;
+    run.assert_code(0);
+    assert!(run.stderr.contains("retrying in ") && run.stderr.contains("Overloaded"), "{}", run.stderr);
+    assert_eq!(run.stdout, "Writing it.\nWrote notes.txt.\n");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -225,6 +279,11 @@ async fn the_demo_runs_offline_and_says_it_is_scripted() {
     assert!(run.stderr.contains("⎿ bash: exit 0 · Hello from sinew!"), "{}", run.stderr);
     assert!(run.stdout.contains("Done: hello.txt says \"Hello from sinew!\"."), "{}", run.stdout);
     assert!(!sandbox.database().exists(), "the demo saves nothing");
+
+    let run = sandbox.run(&["--demo", "--yolo", "--show-thinking"], "").await;
+    run.assert_code(0);
+    assert!(run.stderr.contains("thinking: The user wants a file with a greeting."), "{}", run.stderr);
+    assert!(!run.stderr.contains("▸ thought for") && !run.stderr.contains("allow "), "{}", run.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -203,8 +203,8 @@ async fn sessions_are_listed_and_resumed_and_ctrl_c_aborts_questions_or_twice_qu
     let first_session = tokio::task::block_in_place(|| {
         terminal.type_line("remember the word marmalade");
         terminal.wait_for_text("Answer number 1.");
-        terminal.type_line("/save");
-        terminal.wait_for_text("is saved in");
+        terminal.type_line("/save conversation.json");
+        terminal.wait_for_text("conversation written to conversation.json");
         let screen = terminal.contents();
         let line = screen.lines().find(|l| l.starts_with("session ") && l.contains("is saved in")).unwrap().to_owned();
         let id = line.split_whitespace().nth(1).unwrap().to_owned();
@@ -240,5 +240,24 @@ async fn sessions_are_listed_and_resumed_and_ctrl_c_aborts_questions_or_twice_qu
     let result = last.iter().find(|m| m["role"] == "tool").expect("the pending call was answered");
     assert!(text_of(result).contains("not executed"), "{result}");
     assert!(!sandbox.workspace.path().join("ran.txt").exists(), "the interrupted call never ran");
-    assert!(!first_session.is_empty());
+    let written = std::fs::read_to_string(sandbox.workspace.path().join("conversation.json")).unwrap();
+    let snapshot: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(snapshot["sessionId"], first_session.as_str());
+    assert_eq!(snapshot["messages"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_one_shot_answer_exits_130() {
+    let server = MockServer::start(model).await;
+    let base_url = format!("{}/v1", server.url());
+    let sandbox = Sandbox::new(&[("OPENAI_BASE_URL", &base_url)]);
+    tokio::task::block_in_place(|| {
+        let mut terminal = Terminal::spawn(&sandbox, &["--model", "m", "something slow please"]);
+        terminal.wait_for_text("chunk1 ");
+        terminal.ctrl_c();
+        terminal.wait_for_text("turn aborted; the conversation so far is kept");
+        let status = terminal.wait_exit();
+        assert_eq!(status.exit_code(), 130, "{}", terminal.contents());
+        assert!(terminal.contents().contains("session "), "the session is still reported and saved");
+    });
 }
