@@ -224,7 +224,7 @@ pub(crate) async fn run(
     }
     .instrument(span.clone())
     .await;
-    span.record("gen_ai.usage.input_tokens", run.usage.input + run.usage.cache_read + run.usage.cache_write);
+    span.record("gen_ai.usage.input_tokens", run.usage.prompt_tokens());
     span.record("gen_ai.usage.output_tokens", run.usage.output);
     run.finish(reason)
 }
@@ -325,7 +325,7 @@ impl Run<'_> {
     }
 
     fn end_turn(&mut self, context: &AgentContext, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
-        let tokens = message.usage.total_tokens.max(message.usage.input + message.usage.output);
+        let tokens = message.usage.total_tokens.max(message.usage.input.saturating_add(message.usage.output));
         self.emitter.emit(AgentEvent::TurnEnd {
             loop_id: self.emitter.loop_id(),
             turn: self.turn,
@@ -668,10 +668,7 @@ impl Run<'_> {
         let message = self.call_with_retry(&request).instrument(span.clone()).await;
         span.record("gen_ai.response.model", message.model.as_str());
         span.record("gen_ai.response.finish_reasons", tracing::field::debug(message.stop_reason));
-        span.record(
-            "gen_ai.usage.input_tokens",
-            message.usage.input + message.usage.cache_read + message.usage.cache_write,
-        );
+        span.record("gen_ai.usage.input_tokens", message.usage.prompt_tokens());
         span.record("gen_ai.usage.output_tokens", message.usage.output);
         if message.stop_reason == StopReason::Error {
             span.record("error.type", "provider_error");

@@ -264,7 +264,7 @@ impl Display {
     }
 
     fn usage_line(&self, model: &str, usage: &Usage) -> String {
-        let mut parts = vec![format!("{} in", thousands(usage.input + usage.cache_read + usage.cache_write))];
+        let mut parts = vec![format!("{} in", thousands(usage.prompt_tokens()))];
         if usage.cache_read > 0 {
             parts.push(format!("{} cached", thousands(usage.cache_read)));
         }

@@ -78,7 +78,7 @@ impl ContextTracker {
         let counter = &*self.counter;
         match self.reported {
             Some(report) if self.still_there(messages, report) => {
-                report.tokens + total_tokens(&messages[report.index + 1..], counter)
+                report.tokens.saturating_add(total_tokens(&messages[report.index + 1..], counter))
             }
             _ => total_tokens(messages, counter),
         }
@@ -99,7 +99,7 @@ impl ContextTracker {
 
 /// The context a call's usage describes: every prompt token, cached or not, plus the output.
 fn context_size(usage: &Usage) -> usize {
-    (usage.input + usage.cache_read + usage.cache_write + usage.output) as usize
+    usize::try_from(usage.all_tokens()).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

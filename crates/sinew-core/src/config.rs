@@ -127,7 +127,7 @@ impl ExecutionTracker {
     /// Counts one finished turn that used `tokens`.
     pub fn record_turn(&mut self, tokens: u64) {
         self.turns += 1;
-        self.tokens_used += tokens;
+        self.tokens_used = self.tokens_used.saturating_add(tokens);
     }
 
     /// The reason the run must stop, if a limit is reached.

@@ -33,9 +33,10 @@ impl RetryConfig {
 pub fn delay_for_attempt(config: &RetryConfig, attempt: u32) -> Duration {
     let exponent = attempt.saturating_sub(1).min(64) as i32;
     let base = config.initial_delay_ms as f64 * config.backoff_multiplier.powi(exponent);
+    // `max` and `min` drop a NaN from a NaN multiplier; a huge product saturates.
     let capped = base.min(config.max_delay_ms as f64).max(0.0);
     let jitter = 0.8 + fastrand::f64() * 0.4;
-    Duration::from_secs_f64(capped * jitter / 1000.0)
+    Duration::try_from_secs_f64(capped * jitter / 1000.0).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -73,6 +74,22 @@ mod tests {
         for attempt in [6, 10, 100, u32::MAX] {
             let (_, hi) = range(&c, attempt);
             assert!(hi <= Duration::from_millis(36_000), "attempt {attempt}: {hi:?}");
+        }
+    }
+
+    #[test]
+    fn absurd_configurations_never_panic() {
+        for (initial_delay_ms, backoff_multiplier, max_delay_ms) in
+            [(u64::MAX, f64::MAX, u64::MAX), (1, f64::NAN, 10), (1, f64::INFINITY, 10), (1, -3.0, 10), (1, 2.0, 0)]
+        {
+            let config = RetryConfig { max_retries: 3, initial_delay_ms, backoff_multiplier, max_delay_ms };
+            for attempt in [1, 2, 64, u32::MAX] {
+                let delay = delay_for_attempt(&config, attempt);
+                assert!(
+                    delay.as_secs_f64() <= max_delay_ms as f64 * 1.2 / 1000.0 + 1.0,
+                    "{config:?} {attempt}: {delay:?}"
+                );
+            }
         }
     }
 }

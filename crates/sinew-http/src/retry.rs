@@ -146,20 +146,29 @@ fn shorten(text: &str) -> String {
 }
 
 /// The delay a response asks for: `retry-after-ms`, else `retry-after` as seconds or an HTTP date.
+///
+/// A number too large for a [`Duration`] reads as [`Duration::MAX`]; callers cap what they honour.
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+        && let Some(delay) = seconds_to_duration(ms / 1000.0)
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(delay);
     }
     let value = header("retry-after")?;
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return seconds_to_duration(seconds);
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// `seconds` as a duration: `None` when negative or not a number, saturated when too large.
+fn seconds_to_duration(seconds: f64) -> Option<Duration> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
@@ -173,6 +182,7 @@ fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use http::HeaderValue;
+    use proptest::prelude::*;
 
     use super::*;
 
@@ -201,6 +211,50 @@ mod tests {
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
         assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
         assert_eq!(retry_after(&headers(&[]), now), None);
+    }
+
+    #[test]
+    fn retry_after_beyond_any_duration_saturates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        for (name, value) in [
+            ("retry-after", "1e20"),
+            ("retry-after", "inf"),
+            ("retry-after", "18446744073709551616"),
+            ("retry-after-ms", "1e300"),
+            ("retry-after-ms", "1.7976931348623157e308"),
+        ] {
+            assert_eq!(retry_after(&headers(&[(name, value)]), now), Some(Duration::MAX), "{name}: {value}");
+        }
+        assert_eq!(retry_after(&headers(&[("retry-after", "NaN")]), now), None);
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "-0.5"), ("retry-after", "2")]), now),
+            Some(Duration::from_secs(2))
+        );
+    }
+
+    proptest! {
+        /// Whatever a server writes in the two headers, parsing neither panics nor returns a
+        /// delay for a negative or non-numeric value.
+        #[test]
+        fn retry_after_never_panics(
+            seconds in prop_oneof![
+                proptest::num::f64::ANY.prop_map(|f| f.to_string()),
+                proptest::num::u128::ANY.prop_map(|n| n.to_string()),
+                "[0-9eE+.-]{1,40}",
+            ],
+            ms in prop_oneof![
+                proptest::num::f64::ANY.prop_map(|f| f.to_string()),
+                "[0-9eE+.-]{1,40}",
+            ],
+        ) {
+            let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+            for pairs in [[("retry-after", seconds.as_str())].as_slice(), &[("retry-after-ms", ms.as_str())]] {
+                if let Some(delay) = retry_after(&headers(pairs), now) {
+                    let value: f64 = pairs[0].1.parse().unwrap_or(f64::NAN);
+                    prop_assert!(value >= 0.0 || delay == Duration::ZERO, "{pairs:?} -> {delay:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -234,7 +234,7 @@ fn apply_usage(usage: &mut Usage, json: &Value) {
     if let Some(n) = field("cache_creation_input_tokens") {
         usage.cache_write = n;
     }
-    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+    usage.total_tokens = usage.all_tokens();
 }
 
 /// An `error` event's payload as a [`ProviderError`].

@@ -84,7 +84,7 @@ impl SseHandler for GeminiEvents {
         let candidate = &chunk["candidates"][0];
         if let Some(parts) = candidate["content"]["parts"].as_array() {
             for part in parts {
-                self.part(part, out);
+                self.part(part, out)?;
             }
         }
         if let Some(reason) = candidate["finishReason"].as_str() {
@@ -131,27 +131,27 @@ impl GeminiEvents {
         if prompt == 0 && n("totalTokenCount") == 0 {
             return;
         }
-        let output = n("candidatesTokenCount") + n("thoughtsTokenCount");
+        let output = n("candidatesTokenCount").saturating_add(n("thoughtsTokenCount"));
         self.message.usage = Usage {
-            input: prompt.saturating_sub(cached) + n("toolUsePromptTokenCount"),
+            input: prompt.saturating_sub(cached).saturating_add(n("toolUsePromptTokenCount")),
             output,
             cache_read: cached.min(prompt),
             cache_write: 0,
-            total_tokens: n("totalTokenCount").max(prompt + output),
+            total_tokens: n("totalTokenCount").max(prompt.saturating_add(output)),
         };
     }
 
-    fn part(&mut self, part: &Value, out: &mut Vec<StreamEvent>) {
+    fn part(&mut self, part: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         let signature = part["thoughtSignature"].as_str().map(str::to_owned);
         if let Some(call) = part.get("functionCall") {
-            self.function_call(call, signature, out);
+            return self.function_call(call, signature, out);
         } else if let Some(text) = part["text"].as_str() {
             if text.is_empty() {
                 // An empty part carrying a signature signs the block it follows.
                 if let (Some(signature), Some(index)) = (signature, self.blocks.open_index()) {
                     set_signature(&mut self.message.content[index], signature);
                 }
-                return;
+                return Ok(());
             }
             let index = if part["thought"] == true {
                 self.blocks.thinking(&mut self.message, text.to_owned(), out)
@@ -166,23 +166,29 @@ impl GeminiEvents {
             self.blocks.close();
             self.message.content.push(Content::Opaque { provider: self.message.provider.clone(), data: part.clone() });
         }
+        Ok(())
     }
 
-    fn function_call(&mut self, call: &Value, signature: Option<String>, out: &mut Vec<StreamEvent>) {
+    fn function_call(
+        &mut self,
+        call: &Value,
+        signature: Option<String>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), ProviderError> {
         self.blocks.close();
         let name = call["name"].as_str();
         let partial_args = call["partialArgs"].as_array();
         let will_continue = call["willContinue"] == true;
         if let (Some(streaming), Some(args)) = (&mut self.streaming_call, partial_args) {
             for arg in args {
-                apply_partial_arg(&mut streaming.arguments, arg);
+                apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
             }
-            return;
+            return Ok(());
         }
         if name.is_none() && partial_args.is_none() {
             // `{}` closes a streamed call.
             self.close_streaming_call(out);
-            return;
+            return Ok(());
         }
         self.close_streaming_call(out);
         let index = self.message.content.len();
@@ -215,6 +221,7 @@ impl GeminiEvents {
                 delta: arguments.to_string(),
             }));
         }
+        Ok(())
     }
 
     /// Ends a streamed call: its arguments are complete, and go out as one delta.
@@ -242,10 +249,18 @@ fn set_signature(content: &mut Content, value: String) {
     }
 }
 
+/// How deep a `partialArgs` path may reach, the largest array index it may name, and how far past
+/// an array's end it may set (the gap is filled with nulls): paths come from the wire, and an
+/// index sizes an allocation.
+const MAX_PATH_DEPTH: usize = 64;
+const MAX_ARRAY_INDEX: usize = 100_000;
+const MAX_ARRAY_GAP: usize = 16;
+
 /// Sets (or, for strings that continue, extends) the value at a `partialArgs` `jsonPath`:
-/// `$.a.b`, `$.items[2]`, `$['key']`.
-fn apply_partial_arg(arguments: &mut Value, arg: &Value) {
-    let Some(path) = arg["jsonPath"].as_str() else { return };
+/// `$.a.b`, `$.items[2]`, `$['key']`. A path deeper than [`MAX_PATH_DEPTH`], or an index past
+/// [`MAX_ARRAY_INDEX`] or more than [`MAX_ARRAY_GAP`] past the array's end, is an error.
+fn apply_partial_arg(arguments: &mut Value, arg: &Value) -> Result<(), String> {
+    let Some(path) = arg["jsonPath"].as_str() else { return Ok(()) };
     let value = if let Some(s) = arg.get("stringValue").and_then(Value::as_str) {
         Value::String(s.to_owned())
     } else if let Some(n) = arg.get("numberValue") {
@@ -255,22 +270,27 @@ fn apply_partial_arg(arguments: &mut Value, arg: &Value) {
     } else if arg.get("nullValue").is_some() {
         Value::Null
     } else {
-        return;
+        return Ok(());
     };
+    let segments = path_segments(path)?;
     let mut target = arguments;
-    for segment in path_segments(path) {
+    for segment in segments {
         target = match segment {
             Segment::Key(key) => {
                 if !target.is_object() {
                     *target = Value::Object(Map::new());
                 }
-                target.as_object_mut().map(|o| o.entry(key).or_insert(Value::Null)).expect("made an object above")
+                let Value::Object(object) = target else { unreachable!("made an object above") };
+                object.entry(key).or_insert(Value::Null)
             }
             Segment::Index(i) => {
                 if !target.is_array() {
                     *target = Value::Array(Vec::new());
                 }
-                let items = target.as_array_mut().expect("made an array above");
+                let Value::Array(items) = target else { unreachable!("made an array above") };
+                if i > items.len() + MAX_ARRAY_GAP {
+                    return Err(format!("partialArgs path `{}` skips too many array elements", excerpt(path)));
+                }
                 if items.len() <= i {
                     items.resize(i + 1, Value::Null);
                 }
@@ -282,17 +302,22 @@ fn apply_partial_arg(arguments: &mut Value, arg: &Value) {
         (Value::String(existing), Value::String(more)) => existing.push_str(&more),
         (target, value) => *target = value,
     }
+    Ok(())
 }
 
+#[derive(Debug, PartialEq)]
 enum Segment {
     Key(String),
     Index(usize),
 }
 
-fn path_segments(path: &str) -> Vec<Segment> {
+fn path_segments(path: &str) -> Result<Vec<Segment>, String> {
     let mut segments = Vec::new();
     let mut rest = path.strip_prefix('$').unwrap_or(path);
     while !rest.is_empty() {
+        if segments.len() == MAX_PATH_DEPTH {
+            return Err(format!("partialArgs path deeper than {MAX_PATH_DEPTH}: `{}`", excerpt(path)));
+        }
         if let Some(after) = rest.strip_prefix('.') {
             let end = after.find(['.', '[']).unwrap_or(after.len());
             segments.push(Segment::Key(after[..end].to_owned()));
@@ -303,9 +328,14 @@ fn path_segments(path: &str) -> Vec<Segment> {
             rest = after.get(end + 2..).unwrap_or("");
         } else if let Some(after) = rest.strip_prefix('[') {
             let end = after.find(']').unwrap_or(after.len());
-            match after[..end].parse() {
-                Ok(i) => segments.push(Segment::Index(i)),
-                Err(_) => segments.push(Segment::Key(after[..end].to_owned())),
+            let inside = &after[..end];
+            if !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_digit()) {
+                match inside.parse::<usize>() {
+                    Ok(i) if i <= MAX_ARRAY_INDEX => segments.push(Segment::Index(i)),
+                    _ => return Err(format!("partialArgs index out of range: `{}`", excerpt(path))),
+                }
+            } else {
+                segments.push(Segment::Key(inside.to_owned()));
             }
             rest = after.get(end + 1..).unwrap_or("");
         } else {
@@ -313,7 +343,7 @@ fn path_segments(path: &str) -> Vec<Segment> {
             break;
         }
     }
-    segments
+    Ok(segments)
 }
 
 fn stream_error(data: &str) -> ProviderError {

@@ -313,7 +313,7 @@ fn usage_of(wire: &WireUsage) -> Usage {
         output,
         cache_read: cached,
         cache_write: 0,
-        total_tokens: wire.total_tokens.unwrap_or(prompt + output),
+        total_tokens: wire.total_tokens.unwrap_or(prompt.saturating_add(output)),
     }
 }
 

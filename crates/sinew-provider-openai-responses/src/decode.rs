@@ -237,7 +237,7 @@ impl ResponsesEvents {
             output,
             cache_read: cached,
             cache_write: 0,
-            total_tokens: usage["total_tokens"].as_u64().unwrap_or(input + output),
+            total_tokens: usage["total_tokens"].as_u64().unwrap_or(input.saturating_add(output)),
         };
         let reason = response["incomplete_details"]["reason"].as_str();
         if reason == Some("content_filter") {

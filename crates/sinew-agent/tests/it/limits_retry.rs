@@ -36,6 +36,18 @@ async fn max_total_tokens_stops_the_run() {
 }
 
 #[tokio::test]
+async fn server_counts_near_the_maximum_saturate_instead_of_wrapping_under_the_limit() {
+    let huge = |id: &str| MockResponse::new().tool_call(id, "echo", json!({"text": id})).usage(u64::MAX - 1, 1);
+    let (agent, mock) = agent([huge("1"), huge("2"), huge("3")]);
+    let limits = ExecutionLimits { max_total_tokens: u64::MAX, ..ExecutionLimits::default() };
+    let mut agent = agent.with_tool(EchoTool).with_execution_limits(Some(limits));
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!(mock.calls(), 1, "the first call reaches the limit; a wrapped sum would have gone on");
+    assert_eq!(outcome.reason, EndReason::LimitReached);
+    assert_eq!(outcome.usage.input, u64::MAX - 1);
+}
+
+#[tokio::test]
 async fn max_duration_stops_the_run() {
     let slow = sinew_testing::FnTool::new("echo", |_, _| async {
         tokio::time::sleep(Duration::from_millis(60)).await;

@@ -132,6 +132,74 @@ proptest! {
     #[test]
     fn any_json_path_is_safe(path in "[$.\\[\\]'a-z0-9]{0,16}") {
         let mut arguments = json!({});
-        apply_partial_arg(&mut arguments, &json!({"jsonPath": path, "stringValue": "v"}));
+        // Ok or a clean error; never a panic.
+        let _outcome = apply_partial_arg(&mut arguments, &json!({"jsonPath": path, "stringValue": "v"}));
+        prop_assert!(arguments.is_object() || arguments.is_array() || arguments.is_string());
     }
+
+    /// Paths built from what a hostile server would send: huge and overflowing indexes, deep
+    /// nesting, long keys. Each is applied or rejected with a protocol error, and the arguments
+    /// stay small.
+    #[test]
+    fn hostile_json_paths_are_bounded(
+        segments in proptest::collection::vec(
+            prop_oneof![
+                any::<u64>().prop_map(|i| format!("[{i}]")),
+                (0u64..40).prop_map(|i| format!("[{i}]")),
+                Just("[18446744073709551615]".to_owned()),
+                Just("[99999999999999999999999]".to_owned()),
+                "[a-z]{1,8}".prop_map(|k| format!(".{k}")),
+                "[a-z]{1,8}".prop_map(|k| format!("['{k}']")),
+            ],
+            0..200,
+        ),
+    ) {
+        let path = format!("${}", segments.concat());
+        let mut events = decode(&[
+            parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
+            parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": path, "stringValue": "v"}], "willContinue": true}}])),
+            parts(json!([{"functionCall": {}}])),
+            finish("STOP"),
+        ]);
+        let terminals = sinew_testing::terminal_count(&events);
+        prop_assert_eq!(terminals, 1);
+        match events.pop() {
+            Some(StreamEvent::Done(message)) => {
+                let size = message.tool_calls().next().map_or(0, |c| c.arguments.to_string().len());
+                prop_assert!(size < 1_000_000, "arguments of {size} bytes");
+            }
+            Some(StreamEvent::Error { error: ProviderError::Protocol(message), .. }) => {
+                prop_assert!(message.contains("partialArgs"), "{message}");
+            }
+            other => prop_assert!(false, "unexpected end: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn hostile_indexes_and_depths_are_protocol_errors() {
+    for path in ["$.a[18446744073709551615]", "$[999999999]", "$.a[17]", &".x".repeat(65)] {
+        let events = decode(&[
+            parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
+            parts(
+                json!([{"functionCall": {"partialArgs": [{"jsonPath": path, "stringValue": "v"}], "willContinue": true}}]),
+            ),
+        ]);
+        assert!(
+            matches!(events.last(), Some(StreamEvent::Error { error: ProviderError::Protocol(m), .. }) if m.contains("partialArgs")),
+            "{path}: {:?}",
+            events.last()
+        );
+    }
+    let message = done(&decode(&[
+        parts(json!([{"functionCall": {"name": "f", "willContinue": true}}])),
+        parts(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a[16]", "numberValue": 1}, {"jsonPath": &".x".repeat(64)[..], "numberValue": 2}], "willContinue": true}}]),
+        ),
+        parts(json!([{"functionCall": {}}])),
+        finish("STOP"),
+    ]));
+    let arguments = message.tool_calls().next().unwrap().arguments;
+    assert_eq!(arguments["a"].as_array().map(Vec::len), Some(17), "a small gap is filled with nulls");
+    assert_eq!(arguments.pointer(&"/x".repeat(64)), Some(&json!(2)));
 }
