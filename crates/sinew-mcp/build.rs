@@ -1,5 +1,5 @@
-//! The interop tests need the real MCP servers of `../shared/peers` (installed by its
-//! `setup-peers.sh`): they run when `SINEW_PEERS_DIR` names the install (`.ci/run` sets it) and
+//! The interop tests need the real MCP servers of `sinew-testing/peers` (installed by
+//! `cargo xtask peers`): they run when `SINEW_PEERS_DIR` names the install (`cargo xtask ci` sets it) and
 //! are reported as ignored otherwise.
 
 fn main() {

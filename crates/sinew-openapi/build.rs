@@ -1,5 +1,5 @@
-//! The Prism tests need the specs and the Prism mock server that `../shared/peers/setup-peers.sh`
-//! installs: they run when `SINEW_PEERS_DIR` names the install (`.ci/run` sets it) and are
+//! The Prism tests need the specs and the Prism mock server that `cargo xtask peers`
+//! installs: they run when `SINEW_PEERS_DIR` names the install (`cargo xtask ci` sets it) and are
 //! reported as ignored otherwise.
 
 fn main() {

@@ -5,8 +5,8 @@
 //! - 0.2.0-alpha.12: `--requirements 2026-07-28`, with the OAuth scenarios as the only expected
 //!   failures (the suite fails the run if any other scenario fails, or if an OAuth one passes).
 //!
-//! The suite comes from `SINEW_PEERS_DIR` (installed by `../shared/peers/setup-peers.sh`) and runs
-//! on the node 24 installed there.
+//! The suite comes from the peers' directory (`SINEW_PEERS_DIR`, else `target/peers`, installed by
+//! `crates/sinew-testing/peers/setup-peers.sh`) and runs on the node 24 installed there.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,7 +30,7 @@ impl Suite {
         };
         for path in [&suite.node, &suite.old, &suite.next] {
             if !path.exists() {
-                bail!("{} is missing: run ../shared/peers/setup-peers.sh {}", path.display(), peers.display());
+                bail!("{} is missing: run `cargo xtask peers {}`", path.display(), peers.display());
             }
         }
         Ok(suite)
@@ -61,13 +61,10 @@ impl Suite {
     }
 }
 
-pub(crate) fn run() -> Result<()> {
-    let Some(peers) = std::env::var_os("SINEW_PEERS_DIR").map(PathBuf::from) else {
-        eprintln!("note: SINEW_PEERS_DIR is not set: the MCP conformance suite and interop tests are skipped");
-        return Ok(());
-    };
-    let suite = Suite::locate(&peers)?;
+pub(crate) fn run(peers: &Path) -> Result<()> {
+    let suite = Suite::locate(peers)?;
     let mut build = cargo();
+    build.env("SINEW_PEERS_DIR", peers);
     build.args(["build", "--package", "sinew-mcp", "--example", "conformance_client"]);
     step("build the conformance client", build)?;
     let client = target_dir()?.join("debug/examples/conformance_client");

@@ -1,14 +1,18 @@
 //! sinew's project automation, run as `cargo xtask <command>`.
 //!
-//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, cargo-deny.
+//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, cargo-deny. It
+//!   installs what it needs and is missing (cargo-nextest, cargo-deny, the interop peers).
 //! - `tidy`: the house rules no compiler checks (see [`tidy`]).
-//! - `conformance`: the MCP conformance suite against our client (needs `SINEW_PEERS_DIR`).
+//! - `conformance`: the MCP conformance suite against our client (the peers of `SINEW_PEERS_DIR`,
+//!   else of `target/peers`, installed when missing).
+//! - `peers [DIR]`: installs the interop peers into DIR (default `target/peers`).
 //! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `compaction`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod codegen;
 mod conformance;
+mod setup;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -24,12 +28,21 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
-        Some("conformance") => conformance::run(),
+        Some("conformance") => conformance::run(&setup::ensure_peers(&root)?),
+        Some("peers") => {
+            let dir = match args.get(1) {
+                Some(dir) => PathBuf::from(dir),
+                None => target_dir()?.join("peers"),
+            };
+            setup::install_peers(&root, &dir)?;
+            println!("SINEW_PEERS_DIR={}", dir.display());
+            Ok(())
+        }
         Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | conformance | codegen [--check] | bench <loop | decode | e2e | compaction | sessions> [args]>"
+                "usage: cargo xtask <ci | tidy | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | compaction | sessions> [args]>"
             );
             std::process::exit(2);
         }
@@ -64,44 +77,49 @@ fn has_cargo_subcommand(name: &str) -> bool {
 }
 
 fn ci(root: &Path) -> Result<()> {
+    // What the steps need, installed when missing, before anything else takes time.
+    setup::ensure_cargo_tool("nextest", "cargo-nextest")?;
+    setup::ensure_cargo_tool("deny", "cargo-deny")?;
+    let peers = setup::ensure_peers(root)?;
+    // Every cargo step sees the same environment, so the build scripts that read it agree and
+    // nothing is compiled twice.
+    let ci_cargo = || {
+        let mut command = cargo();
+        command.env("SINEW_PEERS_DIR", &peers);
+        command
+    };
+
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
     step("rustfmt", fmt)?;
 
-    let mut clippy = cargo();
+    let mut clippy = ci_cargo();
     clippy.args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]);
     step("clippy", clippy)?;
 
     tidy::run(root)?;
     codegen::run(root, true)?;
 
-    if std::env::var_os("SINEW_PEERS_DIR").is_none() {
-        eprintln!("note: SINEW_PEERS_DIR is not set: the MCP interop tests are ignored");
-    }
     if std::env::var_os("SINEW_TEST_POSTGRES_URL").is_none() {
-        eprintln!("note: SINEW_TEST_POSTGRES_URL is not set: the PostgreSQL session store tests are ignored");
+        eprintln!(
+            "note: SINEW_TEST_POSTGRES_URL is not set: the PostgreSQL session store tests are ignored \
+             (set it to a server's URL, e.g. postgres://postgres@127.0.0.1:5432/test)"
+        );
     }
-    let mut tests = cargo();
-    if has_cargo_subcommand("nextest") {
-        tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);
-    } else {
-        tests.args(["test", "--workspace", "--all-features", "--no-fail-fast"]);
-    }
+    let mut tests = ci_cargo();
+    tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);
     step("tests", tests)?;
 
-    conformance::run()?;
+    conformance::run(&peers)?;
 
-    let mut doctests = cargo();
+    let mut doctests = ci_cargo();
     doctests.args(["test", "--workspace", "--all-features", "--doc"]);
     step("doctests", doctests)?;
 
-    let mut doc = cargo();
+    let mut doc = ci_cargo();
     doc.args(["doc", "--workspace", "--all-features", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
     step("rustdoc", doc)?;
 
-    if !has_cargo_subcommand("deny") {
-        bail!("cargo-deny is not installed: `cargo install --locked cargo-deny` (.ci/run does it)");
-    }
     let mut deny = cargo();
     // Advisories need the network to fetch the database; bans, licenses and sources do not.
     deny.args(["deny", "--all-features", "check", "bans", "licenses", "sources"]);

@@ -13,9 +13,9 @@ use sinew_testing::peers::{PeerProcess, free_port, peers_dir};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
-/// `../shared/peers`, where the Python servers' sources and the loopback preload are.
+/// `sinew-testing/peers`, where the Python servers' sources and the loopback preload are.
 fn peers_sources() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peers");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sinew-testing/peers");
     assert!(dir.join("servers").is_dir(), "{} is missing", dir.display());
     dir
 }

@@ -224,7 +224,7 @@ impl ChatEvents {
         let id = call.id.filter(|id| !id.is_empty());
         // Servers that omit `index` send one call per id.
         let wire_index = call.index.unwrap_or_else(|| match (&id, self.calls.last()) {
-            (Some(_), Some(last)) => last.wire_index + 1,
+            (Some(_), Some(last)) => last.wire_index.saturating_add(1),
             (None, Some(last)) => last.wire_index,
             (_, None) => 0,
         });

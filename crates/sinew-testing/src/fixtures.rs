@@ -1,19 +1,20 @@
-//! The recorded provider streams of `shared/fixtures` and helpers to replay them.
+//! The recorded provider streams of `fixtures/` (beside this crate's manifest) and helpers to
+//! replay them.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// Where the recorded streams are: `SINEW_FIXTURES_DIR`, or `shared/fixtures` beside the
-/// repository (where CI puts it). Panics with instructions when they are missing: tests built on
-/// them must fail loudly, never pass silently.
+/// Where the recorded streams are: `SINEW_FIXTURES_DIR`, or `fixtures/` of this crate, which the
+/// repository carries (see its `PROVENANCE.md`). Panics with instructions when they are missing:
+/// tests built on them must fail loudly, never pass silently.
 pub fn fixtures_dir() -> PathBuf {
     let dir = std::env::var_os("SINEW_FIXTURES_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures"));
     assert!(
         dir.join("EXPECTED.json").exists(),
-        "the recorded provider streams are missing at {}: put shared/ beside the repository or set SINEW_FIXTURES_DIR",
+        "the recorded provider streams are missing at {}: they live in crates/sinew-testing/fixtures (or set SINEW_FIXTURES_DIR)",
         dir.display()
     );
     dir

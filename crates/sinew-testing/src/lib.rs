@@ -14,14 +14,14 @@
 //!   builders are snapshot-tested on.
 //! - [`mockllm`]: the reference benchmark's mock model (OpenAI Chat and Anthropic), served by
 //!   the `sinew-mockllm` binary for `cargo xtask bench e2e`.
-//! - [`peers`]: the real servers of `shared/peers` for interop tests: where they are installed,
+//! - [`peers`]: the real servers of `peers/` for interop tests: where they are installed,
 //!   free ports, server processes that are listening before a test goes on.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
 //! - [`mcp_script`]: a tiny stdio MCP server in Python, for tests that need a real server process.
 //! - [`wire`]: what Anthropic Messages and OpenAI Chat Completions stream for a scripted turn, for
 //!   tests that drive a whole program over HTTP.
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
-//!   provider streams of `shared/fixtures`, for decoder tests.
+//!   provider streams of `fixtures/`, for decoder tests.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

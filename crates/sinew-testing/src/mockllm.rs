@@ -1,4 +1,4 @@
-//! The reference benchmark's mock model (`shared/bench/mockllm_server.py`), for OpenAI Chat
+//! The reference benchmark's mock model (`bench/mockllm_server.py` of this crate), for OpenAI Chat
 //! Completions and Anthropic Messages.
 //!
 //! The newest user text carries `tools=K tokens=T`. A user message is answered with K parallel

@@ -1,5 +1,5 @@
-//! For tests against the real servers of `../shared/peers` (MCP servers, Prism): where
-//! `setup-peers.sh` installed them (`SINEW_PEERS_DIR`), a free port, and a server process that
+//! For tests against the real servers of `peers/` (MCP servers, Prism): where
+//! `peers/setup-peers.sh` installed them (`SINEW_PEERS_DIR`), a free port, and a server process that
 //! is listening before the test goes on and is killed when it is dropped.
 
 use std::path::PathBuf;
@@ -12,7 +12,7 @@ use tokio::process::{Child, Command};
 pub fn peers_dir() -> PathBuf {
     let dir = std::env::var_os("SINEW_PEERS_DIR")
         .map(PathBuf::from)
-        .expect("set SINEW_PEERS_DIR (../shared/peers/setup-peers.sh installs the peers)");
+        .expect("set SINEW_PEERS_DIR (`cargo xtask peers DIR` installs the peers)");
     assert!(dir.join("node_modules").is_dir(), "{} holds no peers: run setup-peers.sh", dir.display());
     dir
 }

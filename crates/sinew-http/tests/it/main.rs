@@ -1,4 +1,4 @@
-//! The SSE decoder on streams recorded from the real services (`../shared/fixtures`), and the
+//! The SSE decoder on streams recorded from the real services (`sinew-testing/fixtures`), and the
 //! client against a real server on loopback.
 
 mod client;

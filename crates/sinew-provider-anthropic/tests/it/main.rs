@@ -1,4 +1,4 @@
-//! The Anthropic decoder on streams recorded from the real service (`../shared/fixtures`), and
+//! The Anthropic decoder on streams recorded from the real service (`sinew-testing/fixtures`), and
 //! the provider against a real HTTP server.
 
 mod fixtures;

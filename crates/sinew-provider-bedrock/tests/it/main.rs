@@ -1,5 +1,5 @@
 //! The Bedrock decoder on the AWS eventstream codec vectors and on ConverseStream responses
-//! recorded from the real service (`../shared/fixtures`), and the provider against a real HTTP
+//! recorded from the real service (`sinew-testing/fixtures`), and the provider against a real HTTP
 //! server.
 
 mod fixtures;

@@ -1,5 +1,5 @@
 //! The Gemini decoder on streams recorded from the Gemini API and Vertex AI
-//! (`../shared/fixtures`), and the provider against a real HTTP server.
+//! (`sinew-testing/fixtures`), and the provider against a real HTTP server.
 
 mod fixtures;
 mod transport;

@@ -1,5 +1,5 @@
 //! The Chat Completions decoder on streams recorded from OpenAI, compatible servers and Azure
-//! (`../shared/fixtures`), and the provider against a real HTTP server.
+//! (`sinew-testing/fixtures`), and the provider against a real HTTP server.
 
 mod fixtures;
 mod transport;

@@ -1,5 +1,5 @@
 //! The Responses decoder on streams recorded from OpenAI, Azure, OpenRouter and DeepSeek
-//! (`../shared/fixtures`), and the provider against a real HTTP server.
+//! (`sinew-testing/fixtures`), and the provider against a real HTTP server.
 
 mod fixtures;
 mod transport;
