@@ -76,3 +76,23 @@ async fn a_suspended_run_is_resumed_by_another_process() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+/// A provider over real HTTP under the agent loop: a service that always answers 503 gets the
+/// loop's retry policy, once: one request and its retries, not the provider's retries times the
+/// loop's (which made 12 requests of a 3-retry policy).
+#[tokio::test]
+async fn a_failing_service_is_retried_by_one_policy() {
+    use sinew::anthropic::{AnthropicConfig, AnthropicProvider};
+    use sinew::testing::{MockServer, ServedResponse};
+
+    let server = MockServer::start(|_| ServedResponse::json(503, &json!({"error": {"message": "overloaded"}}))).await;
+    let mut config = AnthropicConfig::new("sk-ant-test");
+    config.base_url = server.url();
+    let policy = sinew::RetryConfig { max_retries: 3, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 };
+    let mut agent = sinew::Agent::new(AnthropicProvider::new(config), "claude-test").with_retry_config(policy);
+    let (events, outcome) = agent.prompt("hi").collect().await;
+    assert_eq!(outcome.reason, EndReason::Failed);
+    assert_eq!(server.requests().len(), 4, "one request and three retries");
+    let retries = events.iter().filter(|e| matches!(e, AgentEvent::ProviderRetry { .. })).count();
+    assert_eq!(retries, 3, "the provider's retries are announced");
+}

@@ -15,9 +15,10 @@ use futures::{FutureExt, StreamExt};
 use sinew_compaction::{ContextTracker, TieredCompaction, total_tokens};
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
-    ExecutionTracker, FilterResult, Message, PendingKind, ProviderError, StopReason, StreamEvent, StreamRequest,
-    ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
+    ExecutionTracker, FilterResult, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, RetryConfig, StopReason,
+    StreamEvent, StreamRequest, ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
 };
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::approval::{Decisions, PendingToolCall, Suspension, ToolDecision};
@@ -155,6 +156,7 @@ pub(crate) async fn run(
         config,
         emitter,
         cancel,
+        deadline: config.execution_limits.and_then(|limits| Instant::now().checked_add(limits.max_duration)),
         tools: context.tools.iter().map(|t| t.definition()).collect(),
         new_messages: Vec::new(),
         usage: Usage::default(),
@@ -234,6 +236,8 @@ struct Run<'a> {
     config: &'a AgentLoopConfig,
     emitter: Emitter,
     cancel: &'a CancellationToken,
+    /// When `max_duration` runs out: a model call or a tool batch still running then is cut.
+    deadline: Option<Instant>,
     tools: Vec<ToolDefinition>,
     new_messages: Vec<AgentMessage>,
     usage: Usage,
@@ -356,7 +360,9 @@ impl Run<'_> {
         loop {
             let mut more_tool_calls = true;
             while more_tool_calls || !pending.is_empty() {
-                if let Some(reason) = self.tracker.as_ref().and_then(ExecutionTracker::check_limits) {
+                let limit =
+                    self.duration_exceeded().or_else(|| self.tracker.as_ref().and_then(ExecutionTracker::check_limits));
+                if let Some(reason) = limit {
                     pending.push(AgentMessage::user(format!("[Agent stopped: {reason}]")));
                     for message in mem::take(&mut pending) {
                         self.emit_message(&message);
@@ -418,6 +424,13 @@ impl Run<'_> {
                         let assistant = self.model_turn(context).await;
                         if matches!(assistant.stop_reason, StopReason::Error | StopReason::Aborted) {
                             match self.failed_turn(context, assistant) {
+                                // Cut by the run's deadline, not by the caller: a limit.
+                                Some(EndReason::Aborted) if !self.cancel.is_cancelled() => {
+                                    if let Some(reason) = self.duration_exceeded() {
+                                        return self.stop_at_limit(context, &reason);
+                                    }
+                                    return EndReason::Aborted;
+                                }
                                 Some(end) => return end,
                                 None => {
                                     // Overflow recovery: compact and ask again.
@@ -447,8 +460,19 @@ impl Run<'_> {
                 let (results, steering) = if calls.is_empty() {
                     (Vec::new(), take_steering(self.config))
                 } else {
-                    let batch =
-                        execute_tool_calls(&context.tools, self.config, &self.emitter, self.cancel, calls).await;
+                    // The deadline cuts the batch as an abort would: calls still running get an
+                    // error result, and the next turn's limit check ends the run.
+                    let tools_cancel = self.cancel.child_token();
+                    let execution =
+                        execute_tool_calls(&context.tools, self.config, &self.emitter, &tools_cancel, calls);
+                    let mut execution = std::pin::pin!(execution);
+                    let batch = tokio::select! {
+                        batch = &mut execution => batch,
+                        () = until(self.deadline) => {
+                            tools_cancel.cancel();
+                            execution.await
+                        }
+                    };
                     let steering = if batch.steering.is_empty() { take_steering(self.config) } else { batch.steering };
                     (batch.results, steering)
                 };
@@ -464,6 +488,21 @@ impl Run<'_> {
             }
             pending = follow_ups;
         }
+    }
+
+    /// The duration limit's reason, once the run's deadline has passed.
+    fn duration_exceeded(&self) -> Option<String> {
+        let limits = self.config.execution_limits?;
+        let deadline = self.deadline?;
+        (Instant::now() >= deadline).then(|| format!("max duration exceeded ({}s)", limits.max_duration.as_secs_f64()))
+    }
+
+    /// Ends the run at a limit, with its note in the history.
+    fn stop_at_limit(&mut self, context: &mut AgentContext, reason: &str) -> EndReason {
+        let note = AgentMessage::user(format!("[Agent stopped: {reason}]"));
+        self.emit_message(&note);
+        self.append(context, note);
+        EndReason::LimitReached
     }
 
     /// Ends a turn whose model call failed or was aborted. Returns the run's end, or `None` when
@@ -642,16 +681,12 @@ impl Run<'_> {
             }
             None => source.iter().filter_map(AgentMessage::as_llm).collect(),
         };
-        let request = StreamRequest {
-            model: &config.model,
-            system_prompt,
-            messages: &messages,
-            tools: &self.tools,
-            thinking_level: config.thinking_level,
-            max_tokens: config.max_tokens,
-            temperature: config.temperature,
-            cache_config: config.cache_config,
-        };
+        let mut request = StreamRequest::new(&config.model, system_prompt, &messages);
+        request.tools = &self.tools;
+        request.thinking_level = config.thinking_level;
+        request.max_tokens = config.max_tokens;
+        request.temperature = config.temperature;
+        request.cache_config = config.cache_config;
         let provider_id = config.provider.provider_id();
         let span = tracing::info_span!(
             "chat",
@@ -665,7 +700,7 @@ impl Run<'_> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.r#type = tracing::field::Empty,
         );
-        let message = self.call_with_retry(&request).instrument(span.clone()).await;
+        let message = self.call_with_retry(&mut request).instrument(span.clone()).await;
         span.record("gen_ai.response.model", message.model.as_str());
         span.record("gen_ai.response.finish_reasons", tracing::field::debug(message.stop_reason));
         span.record("gen_ai.usage.input_tokens", message.usage.prompt_tokens());
@@ -676,34 +711,47 @@ impl Run<'_> {
         message
     }
 
-    async fn call_with_retry(&self, request: &StreamRequest<'_>) -> AssistantMessage {
+    /// One model call under the run's retry policy: one budget of retries for the call,
+    /// whoever makes them. A provider that retries requests itself gets what is left of the
+    /// budget in the request and reports each retry; the loop retries only what such a provider
+    /// cannot (a failure after its response began), and everything for one that does not. No
+    /// retry happens once something streamed, and no wait is longer than [`MAX_SERVER_DELAY`].
+    async fn call_with_retry(&self, request: &mut StreamRequest<'_>) -> AssistantMessage {
         let config = self.config;
+        let policy = config.retry_config;
+        let provider_retries = config.provider.retries_requests(request.model);
         let mut started = false;
         let mut attempt = 0;
         loop {
-            let mut stream = config.provider.stream(request, self.cancel.child_token());
+            request.retry = Some(RetryConfig { max_retries: policy.max_retries.saturating_sub(attempt), ..policy });
+            let call_cancel = self.cancel.child_token();
+            let mut stream = config.provider.stream(request, call_cancel.clone());
             let mut streamed = false;
+            let mut response_began = false;
             let terminal = loop {
                 let event = tokio::select! {
                     biased;
                     event = stream.next() => event,
-                    () = self.cancel.cancelled() => {
-                        // Give the provider its chance to end with its partial message.
-                        match stream.next().now_or_never() {
-                            Some(event) => event,
-                            None => Some(StreamEvent::Error {
-                                error: ProviderError::Cancelled,
-                                partial: AssistantMessage::new(config.provider.provider_id(), request.model),
-                            }),
-                        }
+                    () = self.cancel.cancelled() => end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id(), request),
+                    () = until(self.deadline) => {
+                        // The run's time is up: the call ends as an abort would.
+                        call_cancel.cancel();
+                        end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id(), request)
                     }
                 };
                 match event {
-                    Some(StreamEvent::Start) => self.start_message(&mut started, request),
+                    Some(StreamEvent::Start) => {
+                        response_began = true;
+                        self.start_message(&mut started, request);
+                    }
                     Some(StreamEvent::Delta(delta)) => {
                         self.start_message(&mut started, request);
                         streamed = true;
                         self.emitter.emit(AgentEvent::MessageUpdate { loop_id: self.emitter.loop_id(), delta });
+                    }
+                    Some(StreamEvent::Retry { delay, error, .. }) => {
+                        attempt += 1;
+                        self.announce_retry(attempt, delay, &error);
                     }
                     Some(StreamEvent::Done(message)) => break Ok(message),
                     Some(StreamEvent::Error { error, partial }) => break Err((error, partial)),
@@ -719,15 +767,22 @@ impl Run<'_> {
             let message = match terminal {
                 Ok(message) => message,
                 Err((error, partial)) => {
+                    let left_to_provider = provider_retries && !response_began;
                     let retry = error.is_retryable()
                         && !streamed
-                        && attempt < config.retry_config.max_retries
+                        && !left_to_provider
+                        && attempt < policy.max_retries
                         && !self.cancel.is_cancelled();
                     if retry {
                         attempt += 1;
-                        let delay =
-                            error.retry_after().unwrap_or_else(|| delay_for_attempt(&config.retry_config, attempt));
-                        if self.wait_before_retry(attempt, delay, &error).await {
+                        let delay = error
+                            .retry_after()
+                            .filter(|d| *d <= MAX_SERVER_DELAY)
+                            .unwrap_or_else(|| delay_for_attempt(&policy, attempt));
+                        let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+                        tracing::warn!(attempt, max_retries = policy.max_retries, delay_ms, error = %error, "retrying model call");
+                        self.announce_retry(attempt, delay, &error);
+                        if self.wait_before_retry(delay).await {
                             continue;
                         }
                         failed_message(partial, ProviderError::Cancelled)
@@ -750,23 +805,47 @@ impl Run<'_> {
         }
     }
 
-    /// Logs and announces a retry, then sleeps. `false` when cancelled while waiting.
-    async fn wait_before_retry(&self, attempt: u32, delay: Duration, error: &ProviderError) -> bool {
-        let max_retries = self.config.retry_config.max_retries;
-        let delay_ms = delay.as_millis() as u64;
-        tracing::warn!(attempt, max_retries, delay_ms, error = %error, "retrying model call");
+    /// Announces a retry, by the loop or the provider.
+    fn announce_retry(&self, attempt: u32, delay: Duration, error: &ProviderError) {
         self.emitter.emit(AgentEvent::ProviderRetry {
             loop_id: self.emitter.loop_id(),
             attempt,
-            max_retries,
-            delay_ms,
+            max_retries: self.config.retry_config.max_retries,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             error: error.to_string(),
         });
+    }
+
+    /// Sleeps before a retry. `false` when cancelled, or the run's time ran out, while waiting.
+    async fn wait_before_retry(&self, delay: Duration) -> bool {
         tokio::select! {
             biased;
             () = self.cancel.cancelled() => false,
+            () = until(self.deadline) => false,
             () = tokio::time::sleep(delay) => true,
         }
+    }
+}
+
+/// The next event of a call being cut short: the provider's, if it has one ready (so it can end
+/// with its partial message), else `error` with an empty message.
+fn end_now(
+    stream: &mut futures::stream::BoxStream<'static, StreamEvent>,
+    error: ProviderError,
+    provider: &str,
+    request: &StreamRequest<'_>,
+) -> Option<StreamEvent> {
+    match stream.next().now_or_never() {
+        Some(event) => event,
+        None => Some(StreamEvent::Error { error, partial: AssistantMessage::new(provider, request.model) }),
+    }
+}
+
+/// Resolves at `instant`, or never.
+async fn until(instant: Option<Instant>) {
+    match instant {
+        Some(instant) => tokio::time::sleep_until(instant).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -463,6 +463,10 @@ impl StreamProvider for Named {
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
         self.inner.stream(request, cancel)
     }
+
+    fn retries_requests(&self, model: &str) -> bool {
+        self.inner.retries_requests(model)
+    }
 }
 
 #[cfg(test)]

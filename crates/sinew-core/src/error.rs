@@ -30,6 +30,10 @@ pub enum ProviderError {
     /// The call was cancelled.
     #[error("request cancelled")]
     Cancelled,
+    /// The call ran out of time: its stream went quiet for too long, or its deadline passed. Not
+    /// retried: a deadline is the caller's.
+    #[error("timed out: {0}")]
+    Timeout(String),
     #[error("{0}")]
     Other(String),
 }

@@ -41,7 +41,7 @@ pub use message::{
     AgentMessage, AssistantMessage, ExtensionMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
 pub use provider::{StreamDelta, StreamEvent, StreamProvider, StreamRequest};
-pub use retry::{RetryConfig, delay_for_attempt};
+pub use retry::{MAX_SERVER_DELAY, RetryConfig, delay_for_attempt};
 /// Cancellation shared by the loop, providers and tools; cancelling a token cancels its children.
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{AgentTool, ProgressFn, ToolContext, ToolDefinition, ToolResult, ToolUpdateFn};

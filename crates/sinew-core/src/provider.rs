@@ -1,5 +1,7 @@
 //! The provider trait: how a model is called.
 
+use std::time::Duration;
+
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -7,11 +9,13 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{CacheConfig, ThinkingLevel};
 use crate::error::ProviderError;
 use crate::message::{AssistantMessage, Message};
+use crate::retry::RetryConfig;
 use crate::tool::ToolDefinition;
 
 /// One model call. Borrowed: a provider serializes it into its wire format before returning its
 /// stream, so the history is never copied per turn.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct StreamRequest<'a> {
     pub model: &'a str,
     pub system_prompt: &'a str,
@@ -21,6 +25,9 @@ pub struct StreamRequest<'a> {
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
     pub cache_config: CacheConfig,
+    /// The caller's retry policy for this call, for a provider that retries failed requests
+    /// itself (see [`StreamProvider::retries_requests`]); `None`: the provider's own policy.
+    pub retry: Option<RetryConfig>,
 }
 
 impl<'a> StreamRequest<'a> {
@@ -35,7 +42,14 @@ impl<'a> StreamRequest<'a> {
             max_tokens: None,
             temperature: None,
             cache_config: CacheConfig::default(),
+            retry: None,
         }
+    }
+
+    /// The same request for another model.
+    #[must_use]
+    pub fn with_model(self, model: &'a str) -> Self {
+        StreamRequest { model, ..self }
     }
 }
 
@@ -82,6 +96,13 @@ pub enum StreamEvent {
         error: ProviderError,
         partial: AssistantMessage,
     },
+    /// A request failed and will be sent again after `delay`: retry number `attempt` (1-based)
+    /// of the call's retry policy. Only before the response began; nothing streamed is retried.
+    Retry {
+        attempt: u32,
+        delay: Duration,
+        error: ProviderError,
+    },
 }
 
 /// A model behind some wire protocol.
@@ -95,11 +116,25 @@ pub trait StreamProvider: Send + Sync {
 
     /// Calls the model.
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent>;
+
+    /// Whether calls for `model` retry failed requests themselves, with the request's
+    /// [`StreamRequest::retry`] as their policy, announcing each retry with
+    /// [`StreamEvent::Retry`]. A caller with a retry policy of its own (the agent loop) then
+    /// leaves failures before the response began to the provider, so one call never retries
+    /// more often than its policy allows. Default: `false`.
+    fn retries_requests(&self, model: &str) -> bool {
+        let _ = model;
+        false
+    }
 }
 
 impl<P: StreamProvider + ?Sized> StreamProvider for std::sync::Arc<P> {
     fn provider_id(&self) -> &str {
         (**self).provider_id()
+    }
+
+    fn retries_requests(&self, model: &str) -> bool {
+        (**self).retries_requests(model)
     }
 
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {

@@ -28,6 +28,11 @@ impl RetryConfig {
     }
 }
 
+/// The longest delay a server may ask for (`retry-after`) and be obeyed. A longer one falls back
+/// to the backoff of the [`RetryConfig`], as the official SDKs do: a call never silently sleeps
+/// for minutes (or a day) because a server said so.
+pub const MAX_SERVER_DELAY: Duration = Duration::from_secs(60);
+
 /// The delay before retry number `attempt` (1-based): `initial * multiplier^(attempt-1)`, capped at
 /// `max_delay_ms`, times a uniform jitter in `[0.8, 1.2]`.
 pub fn delay_for_attempt(config: &RetryConfig, attempt: u32) -> Duration {

@@ -10,7 +10,8 @@
 //! - [`SseMessageDecoder`]: what every SSE protocol's decoder shares; a protocol supplies an
 //!   [`SseHandler`].
 //! - [`stream_response`]: the thin transport of every provider: send, then feed the body to a
-//!   pure [`StreamDecoder`], with cancellation at every await.
+//!   pure [`StreamDecoder`], with cancellation at every await, within [`StreamLimits`] (response
+//!   size, silence, an optional deadline).
 //! - [`HttpProvider`]: a provider crate's [`Protocol`] (configuration, builder, decoder) as a
 //!   `StreamProvider`.
 //! - [`HttpRequest`]: what the pure request builders produce; its `Debug` hides secrets.
@@ -20,10 +21,11 @@
 //!
 //! let mut decoder = SseDecoder::new();
 //! let mut events = Vec::new();
-//! decoder.feed(b"event: ping\ndata: {\"a\":", &mut events);
-//! decoder.feed(b"1}\n\n", &mut events);
+//! decoder.feed(b"event: ping\ndata: {\"a\":", &mut events)?;
+//! decoder.feed(b"1}\n\n", &mut events)?;
 //! assert_eq!(events[0].event, "ping");
 //! assert_eq!(events[0].data, "{\"a\":1}");
+//! # Ok::<(), sinew_http::sse::EventTooLarge>(())
 //! ```
 //!
 //! ## Feature flags
@@ -46,4 +48,4 @@ pub use message::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 pub use provider::{HttpProvider, Protocol, env_var};
 pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, json_f32, redact_url};
 pub use retry::{default_retry, error_for_status, error_message, retry_after};
-pub use stream::{StreamDecoder, stream_response};
+pub use stream::{StreamDecoder, StreamLimits, stream_response, stream_response_with};

@@ -47,8 +47,12 @@ impl<H: SseHandler> SseMessageDecoder<H> {
         if self.finished {
             return;
         }
-        self.sse.feed(bytes, &mut self.events);
+        let fed = self.sse.feed(bytes, &mut self.events);
+        // The events completed before an oversized one are still handled.
         self.drain(out);
+        if let Err(error) = fed {
+            self.fail(ProviderError::Protocol(error.to_string()), out);
+        }
     }
 
     /// Ends the stream: the last event if the body ended without its blank line, then the

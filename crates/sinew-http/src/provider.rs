@@ -11,7 +11,7 @@ use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, Str
 use crate::client::HttpClient;
 use crate::request::HttpRequest;
 use crate::retry::default_retry;
-use crate::stream::{StreamDecoder, stream_response};
+use crate::stream::{StreamDecoder, StreamLimits, stream_response_with};
 
 /// A wire protocol, as a provider crate defines it.
 pub trait Protocol: Send + Sync + 'static {
@@ -37,6 +37,7 @@ pub struct HttpProvider<P: Protocol> {
     config: Arc<P::Config>,
     client: HttpClient,
     retry: RetryConfig,
+    limits: StreamLimits,
     protocol: PhantomData<fn() -> P>,
 }
 
@@ -47,6 +48,7 @@ impl<P: Protocol> HttpProvider<P> {
             config: Arc::new(config),
             client: HttpClient::new(),
             retry: default_retry(),
+            limits: StreamLimits::default(),
             protocol: PhantomData,
         }
     }
@@ -64,10 +66,18 @@ impl<P: Protocol> HttpProvider<P> {
         self
     }
 
-    /// How failed requests are retried before the error reaches the caller.
+    /// How failed requests are retried before the error reaches the caller, unless the request
+    /// brings its own policy ([`StreamRequest::retry`], as the agent loop does).
     #[must_use]
     pub fn with_retry(mut self, retry: RetryConfig) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// What one call may take: response bytes, silence, a deadline ([`StreamLimits`]).
+    #[must_use]
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -82,6 +92,7 @@ impl<P: Protocol> Clone for HttpProvider<P> {
             config: Arc::clone(&self.config),
             client: self.client.clone(),
             retry: self.retry,
+            limits: self.limits,
             protocol: PhantomData,
         }
     }
@@ -93,6 +104,7 @@ impl<P: Protocol> fmt::Debug for HttpProvider<P> {
             .field("config", &self.config)
             .field("client", &self.client)
             .field("retry", &self.retry)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -105,7 +117,12 @@ impl<P: Protocol> StreamProvider for HttpProvider<P> {
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
         let http = P::request(&self.config, request);
         let decoder = P::decoder(&self.config, request.model);
-        stream_response(self.client.clone(), http, self.retry, decoder, cancel)
+        let retry = request.retry.unwrap_or(self.retry);
+        stream_response_with(self.client.clone(), http, retry, self.limits, decoder, cancel)
+    }
+
+    fn retries_requests(&self, _model: &str) -> bool {
+        true
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use http::HeaderMap;
 use serde_json::Value;
-use sinew_core::{ProviderError, RetryConfig, delay_for_attempt};
+use sinew_core::{MAX_SERVER_DELAY, ProviderError, RetryConfig, delay_for_attempt};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{HttpClient, HttpResponse};
@@ -13,14 +13,27 @@ use crate::request::{HttpRequest, redact_url};
 /// How much of an error body is read to explain the failure.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-/// The longest server-requested delay that is honoured; longer ones fall back to backoff, as the
-/// official SDKs do (a call should not silently sleep for minutes).
-const MAX_SERVER_DELAY: Duration = Duration::from_secs(60);
-
 /// The retries a provider makes by default before its error reaches the agent loop: two, after
 /// 0.5 s and 1 s (the official SDKs' policy).
 pub fn default_retry() -> RetryConfig {
     RetryConfig { max_retries: 2, initial_delay_ms: 500, backoff_multiplier: 2.0, max_delay_ms: 8_000 }
+}
+
+/// A failed attempt: the error, whether another attempt may pass, and the delay the server
+/// asked for.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) error: ProviderError,
+    pub(crate) retryable: bool,
+    pub(crate) server_delay: Option<Duration>,
+}
+
+impl Failure {
+    /// The wait before retry number `attempt` (1-based): the server's delay up to
+    /// [`MAX_SERVER_DELAY`], else `retry`'s backoff.
+    pub(crate) fn delay(&self, retry: &RetryConfig, attempt: u32) -> Duration {
+        self.server_delay.filter(|d| *d <= MAX_SERVER_DELAY).unwrap_or_else(|| delay_for_attempt(retry, attempt))
+    }
 }
 
 impl HttpClient {
@@ -29,10 +42,10 @@ impl HttpClient {
     ///
     /// Retried: connection failures, 408, 409, 429 and 5xx, unless the server answers
     /// `x-should-retry: false`; `x-should-retry: true` retries any status. The delay is the
-    /// server's `retry-after-ms`, or `retry-after` in seconds or as an HTTP date (up to 60 s),
-    /// else `retry`'s exponential backoff. Each retry is logged at `WARN` with the attempt, the
-    /// maximum, the delay and the error. Cancellation ends the wait at once with
-    /// [`ProviderError::Cancelled`].
+    /// server's `retry-after-ms`, or `retry-after` in seconds or as an HTTP date, up to
+    /// [`MAX_SERVER_DELAY`] (a longer one falls back to `retry`'s exponential backoff, as the
+    /// official SDKs do). Each retry is logged at `WARN` with the attempt, the maximum, the delay
+    /// and the error. Cancellation ends the wait at once with [`ProviderError::Cancelled`].
     pub async fn send(
         &self,
         request: &HttpRequest,
@@ -41,47 +54,16 @@ impl HttpClient {
     ) -> Result<HttpResponse, ProviderError> {
         let mut attempt = 0;
         loop {
-            let outcome = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
-                outcome = self.send_once(request) => outcome,
+            let failure = match self.attempt(request, cancel).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
             };
-            let (error, should_retry, server_delay) = match outcome {
-                Ok(response) if response.status.is_success() => return Ok(response),
-                Ok(mut response) => {
-                    let body = tokio::select! {
-                        biased;
-                        () = cancel.cancelled() => return Err(ProviderError::Cancelled),
-                        body = response.bytes(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
-                    };
-                    let status = response.status.as_u16();
-                    let delay = retry_after(&response.headers, SystemTime::now());
-                    let error = error_for_status(status, &body, delay);
-                    let retryable = match should_retry_header(&response.headers) {
-                        Some(answer) => answer,
-                        None => error.is_retryable() || status == 408 || status == 409,
-                    };
-                    (error, retryable, delay)
-                }
-                Err(error) => {
-                    let retryable = error.is_retryable();
-                    (error, retryable, None)
-                }
-            };
-            if !should_retry || attempt >= retry.max_retries {
-                return Err(error);
+            if !failure.retryable || attempt >= retry.max_retries {
+                return Err(failure.error);
             }
             attempt += 1;
-            let delay =
-                server_delay.filter(|d| *d <= MAX_SERVER_DELAY).unwrap_or_else(|| delay_for_attempt(retry, attempt));
-            tracing::warn!(
-                attempt,
-                max_retries = retry.max_retries,
-                delay_ms = delay.as_millis() as u64,
-                url = %redact_url(&request.url),
-                error = %error,
-                "retrying HTTP request"
-            );
+            let delay = failure.delay(retry, attempt);
+            log_retry(request, retry, attempt, delay, &failure.error);
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Err(ProviderError::Cancelled),
@@ -89,6 +71,57 @@ impl HttpClient {
             }
         }
     }
+
+    /// One attempt: the response when it succeeded (2xx), else what failed and whether it is
+    /// worth another try. Cancellation is a failure not worth one.
+    pub(crate) async fn attempt(
+        &self,
+        request: &HttpRequest,
+        cancel: &CancellationToken,
+    ) -> Result<HttpResponse, Failure> {
+        let cancelled = || Failure { error: ProviderError::Cancelled, retryable: false, server_delay: None };
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(cancelled()),
+            outcome = self.send_once(request) => outcome,
+        };
+        match outcome {
+            Ok(response) if response.status.is_success() => Ok(response),
+            Ok(mut response) => {
+                let body = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Err(cancelled()),
+                    body = response.bytes(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
+                };
+                let status = response.status.as_u16();
+                let server_delay = retry_after(&response.headers, SystemTime::now());
+                let error = error_for_status(status, &body, server_delay);
+                let retryable = match should_retry_header(&response.headers) {
+                    Some(answer) => answer,
+                    None => error.is_retryable() || status == 408 || status == 409,
+                };
+                Err(Failure { error, retryable, server_delay })
+            }
+            Err(error) => Err(Failure { retryable: error.is_retryable(), error, server_delay: None }),
+        }
+    }
+}
+
+pub(crate) fn log_retry(
+    request: &HttpRequest,
+    retry: &RetryConfig,
+    attempt: u32,
+    delay: Duration,
+    error: &ProviderError,
+) {
+    tracing::warn!(
+        attempt,
+        max_retries = retry.max_retries,
+        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        url = %redact_url(&request.url),
+        error = %error,
+        "retrying HTTP request"
+    );
 }
 
 /// The error a failed response stands for: [`ProviderError::classify`] of its status and the
@@ -97,7 +130,8 @@ pub fn error_for_status(status: u16, body: &[u8], retry_after: Option<Duration>)
     let message = error_message(body);
     match ProviderError::classify(status, message) {
         ProviderError::RateLimited { message, .. } => {
-            ProviderError::RateLimited { retry_after_ms: retry_after.map(|d| d.as_millis() as u64), message }
+            let retry_after_ms = retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            ProviderError::RateLimited { retry_after_ms, message }
         }
         error => error,
     }

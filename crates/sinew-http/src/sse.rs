@@ -4,8 +4,23 @@
 //! UTF-8 sequence); complete events come out. Lines end with CRLF, LF or CR; `:` lines are
 //! comments; `data:` lines accumulate; `event:`, `id:` and `retry:` may come in any order; a
 //! blank line dispatches. The work is linear in the input: each byte is scanned once.
+//!
+//! What the decoder holds is bounded: an event (its `data:` lines and any line still waiting
+//! for its end) may not exceed [`SseDecoder::max_event_bytes`]; past it, `feed` fails with
+//! [`EventTooLarge`] and the decoder takes nothing more.
 
 use std::time::Duration;
+
+/// The default bound on one event: 16 MiB, as for Bedrock frames and MCP messages. The largest
+/// real events (a Gemini image inline, a long tool call's arguments in one piece) are far below.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// An event, or a line, grew past the decoder's bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a server-sent event exceeded the {limit}-byte limit")]
+pub struct EventTooLarge {
+    pub limit: usize,
+}
 
 /// One dispatched event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,7 +34,7 @@ pub struct SseEvent {
 }
 
 /// An incremental SSE decoder: feed it bytes, get events.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     /// An incomplete line carried over from the previous chunk.
     line: Vec<u8>,
@@ -33,15 +48,61 @@ pub struct SseDecoder {
     last_event_id: String,
     retry: Option<Duration>,
     comment_lines: usize,
+    max_event_bytes: usize,
+    /// The bound was exceeded: everything after is refused.
+    too_large: bool,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        SseDecoder {
+            line: Vec::new(),
+            after_cr: false,
+            bom_checked: false,
+            event: String::new(),
+            data: String::new(),
+            has_data: false,
+            last_event_id: String::new(),
+            retry: None,
+            comment_lines: 0,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            too_large: false,
+        }
+    }
 }
 
 impl SseDecoder {
+    /// A decoder bounding events at [`DEFAULT_MAX_EVENT_BYTES`].
     pub fn new() -> Self {
         SseDecoder::default()
     }
 
-    /// Decodes `chunk`, appending every event it completes to `out`.
-    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
+    /// A decoder bounding each event (and each line) at `max` bytes.
+    pub fn with_max_event_bytes(max: usize) -> Self {
+        SseDecoder { max_event_bytes: max, ..SseDecoder::default() }
+    }
+
+    /// The bound on one event.
+    pub fn max_event_bytes(&self) -> usize {
+        self.max_event_bytes
+    }
+
+    /// Decodes `chunk`, appending every event it completes to `out`. Fails, now and on every
+    /// later call, once an event outgrows [`SseDecoder::max_event_bytes`]; the events completed
+    /// before it are in `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
+        if !self.too_large {
+            self.feed_unchecked(chunk, out);
+        }
+        if self.too_large {
+            self.line = Vec::new();
+            self.data = String::new();
+            return Err(EventTooLarge { limit: self.max_event_bytes });
+        }
+        Ok(())
+    }
+
+    fn feed_unchecked(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
         if !self.bom_checked {
             // The BOM may itself be split across chunks: wait for three bytes.
             let seen = self.line.len() + chunk.len();
@@ -73,6 +134,9 @@ impl SseDecoder {
             let terminator = rest[end];
             if self.line.is_empty() {
                 self.process_line(&rest[..end], out);
+            } else if self.line.len() + end > self.max_event_bytes {
+                self.too_large = true;
+                return;
             } else {
                 self.line.extend_from_slice(&rest[..end]);
                 let line = std::mem::take(&mut self.line);
@@ -80,6 +144,9 @@ impl SseDecoder {
                 // Keep the allocation for the next split line.
                 self.line = line;
                 self.line.clear();
+            }
+            if self.too_large {
+                return;
             }
             rest = &rest[end + 1..];
             if terminator == b'\r' {
@@ -90,10 +157,18 @@ impl SseDecoder {
                 }
             }
         }
+        if self.line.len() + rest.len() + self.data.len() > self.max_event_bytes {
+            self.too_large = true;
+            return;
+        }
         self.line.extend_from_slice(rest);
     }
 
     fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+        if line.len() > self.max_event_bytes {
+            self.too_large = true;
+            return;
+        }
         if line.is_empty() {
             self.dispatch(out);
             return;
@@ -112,6 +187,10 @@ impl SseDecoder {
         let value = String::from_utf8_lossy(value);
         match name {
             b"data" => {
+                if self.data.len() + value.len() + 1 > self.max_event_bytes {
+                    self.too_large = true;
+                    return;
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -146,6 +225,9 @@ impl SseDecoder {
     /// (and truncated recordings) end so, so the unterminated event is returned for the caller to
     /// decide, with any unterminated last line applied first.
     pub fn finish(&mut self) -> Option<SseEvent> {
+        if self.too_large {
+            return None;
+        }
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             let mut out = Vec::new();

@@ -1,14 +1,18 @@
-//! The thin transport every provider shares: send, then feed the body to a pure decoder.
+//! The thin transport every provider shares: send, then feed the body to a pure decoder, within
+//! the call's [`StreamLimits`].
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use sinew_core::{ProviderError, RetryConfig, StreamEvent};
+use sinew_core::{MAX_SERVER_DELAY, ProviderError, RetryConfig, StreamEvent};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{HttpClient, HttpResponse};
 use crate::request::HttpRequest;
+use crate::retry::log_retry;
 
 /// A pure, incremental decoder of one streamed response body.
 ///
@@ -40,12 +44,61 @@ pub trait StreamDecoder: Send + 'static {
     }
 }
 
-/// Sends `request` (retrying as [`HttpClient::send`] does) and streams the decoded events.
+/// What one streamed call may take: bytes, silence and time. Past a limit the call ends with a
+/// clear error and the partial message.
 ///
-/// `request` is the builder's result, so a request that could not be built becomes the stream's
-/// one `Error`. Cancellation is checked at every await; it ends the stream with
-/// [`ProviderError::Cancelled`] and the partial message. A body that breaks off mid-stream ends
-/// with [`ProviderError::Network`] and the partial message.
+/// A single event is bounded by the decoder (16 MiB for server-sent events and Bedrock frames,
+/// see [`crate::sse::DEFAULT_MAX_EVENT_BYTES`]); these bound the whole call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamLimits {
+    /// The largest response body accepted, in bytes. Default 256 MiB: a long answer with
+    /// generated images stays far below, an endless stream does not.
+    pub max_response_bytes: u64,
+    /// How long the stream may go without producing anything (silence, or only keep-alives
+    /// such as SSE comments and `ping` events) once the response has begun. Default 10 minutes,
+    /// what the slowest reasoning models take before their first output.
+    pub idle_timeout: Duration,
+    /// A deadline for the whole call, from the first request to the final message, retries
+    /// included. Default none.
+    pub total_timeout: Option<Duration>,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_response_bytes: 256 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(600),
+            total_timeout: None,
+        }
+    }
+}
+
+impl StreamLimits {
+    /// The default limits with `max_response_bytes` set.
+    #[must_use]
+    pub fn max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// The default limits with `idle_timeout` set.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The default limits with a deadline for the whole call.
+    #[must_use]
+    pub fn total_timeout(mut self, timeout: Duration) -> Self {
+        self.total_timeout = Some(timeout);
+        self
+    }
+}
+
+/// Sends `request` (retrying as [`HttpClient::send`] does) and streams the decoded events,
+/// within [`StreamLimits::default`]. See [`stream_response_with`].
 pub fn stream_response<D: StreamDecoder>(
     client: HttpClient,
     request: Result<HttpRequest, ProviderError>,
@@ -53,10 +106,36 @@ pub fn stream_response<D: StreamDecoder>(
     decoder: D,
     cancel: CancellationToken,
 ) -> BoxStream<'static, StreamEvent> {
-    let state = Transport {
+    stream_response_with(client, request, retry, StreamLimits::default(), decoder, cancel)
+}
+
+/// Sends `request` (retrying as [`HttpClient::send`] does) and streams the decoded events.
+///
+/// `request` is the builder's result, so a request that could not be built becomes the stream's
+/// one `Error`. Cancellation is checked at every await; it ends the stream with
+/// [`ProviderError::Cancelled`] and the partial message. A body that breaks off mid-stream ends
+/// with [`ProviderError::Network`], one past `limits.max_response_bytes` with
+/// [`ProviderError::Protocol`], and a silent stream or a passed deadline with
+/// [`ProviderError::Timeout`], each with the partial message.
+pub fn stream_response_with<D: StreamDecoder>(
+    client: HttpClient,
+    request: Result<HttpRequest, ProviderError>,
+    retry: RetryConfig,
+    limits: StreamLimits,
+    decoder: D,
+    cancel: CancellationToken,
+) -> BoxStream<'static, StreamEvent> {
+    let now = Instant::now();
+    let mut state = Transport {
         client,
-        request: Some(request),
+        request: None,
         retry,
+        attempt: 0,
+        retry_at: None,
+        limits,
+        deadline: limits.total_timeout.and_then(|t| now.checked_add(t)),
+        quiet_since: now,
+        received: 0,
         decoder,
         cancel,
         response: None,
@@ -64,6 +143,10 @@ pub fn stream_response<D: StreamDecoder>(
         pending: VecDeque::new(),
         done: false,
     };
+    match request {
+        Ok(request) => state.request = Some(request),
+        Err(error) => state.fail(error),
+    }
     futures::stream::unfold(state, |mut state| async move {
         loop {
             if let Some(event) = state.pending.pop_front() {
@@ -80,8 +163,19 @@ pub fn stream_response<D: StreamDecoder>(
 
 struct Transport<D> {
     client: HttpClient,
-    request: Option<Result<HttpRequest, ProviderError>>,
+    request: Option<HttpRequest>,
     retry: RetryConfig,
+    /// Retries made so far.
+    attempt: u32,
+    /// When the next attempt is due, after a failed one.
+    retry_at: Option<Instant>,
+    limits: StreamLimits,
+    /// When the whole call must be over.
+    deadline: Option<Instant>,
+    /// When the decoder last produced an event (or the response began).
+    quiet_since: Instant,
+    /// Body bytes received so far.
+    received: u64,
     decoder: D,
     cancel: CancellationToken,
     response: Option<HttpResponse>,
@@ -92,29 +186,101 @@ struct Transport<D> {
 }
 
 impl<D: StreamDecoder> Transport<D> {
+    /// Ends the stream with `error`, keeping what was decoded.
+    fn fail(&mut self, error: ProviderError) {
+        self.decoder.fail(error, &mut self.decoded);
+        self.flush();
+    }
+
     async fn step(&mut self) {
-        match self.response.as_mut() {
-            None => match self.request.take() {
-                Some(Ok(request)) => match self.client.send(&request, &self.retry, &self.cancel).await {
-                    Ok(response) => self.response = Some(response),
-                    Err(error) => self.decoder.fail(error, &mut self.decoded),
-                },
-                Some(Err(error)) => self.decoder.fail(error, &mut self.decoded),
-                None => self.done = true,
-            },
-            Some(response) => {
-                let chunk = tokio::select! {
-                    biased;
-                    () = self.cancel.cancelled() => Err(ProviderError::Cancelled),
-                    chunk = response.chunk() => chunk,
-                };
-                match chunk {
-                    Ok(Some(bytes)) => self.decoder.feed(&bytes, &mut self.decoded),
-                    Ok(None) => self.decoder.finish(&mut self.decoded),
-                    Err(error) => self.decoder.fail(error, &mut self.decoded),
+        if self.response.is_some() {
+            self.read().await;
+        } else {
+            self.send().await;
+        }
+        self.flush();
+    }
+
+    /// One attempt at the request, or the wait before the next. A failure that may pass on
+    /// another try, with tries left, becomes a [`StreamEvent::Retry`] and a wait; any other
+    /// ends the stream.
+    async fn send(&mut self) {
+        let Some(request) = &self.request else {
+            self.done = true;
+            return;
+        };
+        // Until the response begins, only the call's deadline applies: the client bounds each
+        // attempt with its timeouts, and retries have a maximum count and delay.
+        let deadline = until(self.deadline);
+        if let Some(retry_at) = self.retry_at.take() {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => self.decoder.fail(ProviderError::Cancelled, &mut self.decoded),
+                () = deadline => self.decoder.fail(timeout(&self.limits, Expiry::Deadline), &mut self.decoded),
+                () = tokio::time::sleep_until(retry_at) => {}
+            }
+            return;
+        }
+        let attempt = tokio::select! {
+            attempt = self.client.attempt(request, &self.cancel) => attempt,
+            () = deadline => {
+                self.decoder.fail(timeout(&self.limits, Expiry::Deadline), &mut self.decoded);
+                return;
+            }
+        };
+        match attempt {
+            Ok(response) => {
+                self.quiet_since = Instant::now();
+                self.response = Some(response);
+            }
+            Err(failure) if failure.retryable && self.attempt < self.retry.max_retries => {
+                self.attempt += 1;
+                let delay = failure.delay(&self.retry, self.attempt);
+                log_retry(request, &self.retry, self.attempt, delay, &failure.error);
+                self.retry_at = Some(Instant::now() + delay.min(MAX_SERVER_DELAY));
+                self.decoded.push(StreamEvent::Retry { attempt: self.attempt, delay, error: failure.error });
+            }
+            Err(failure) => self.decoder.fail(failure.error, &mut self.decoded),
+        }
+    }
+
+    /// One chunk of the body, fed to the decoder, within the limits.
+    async fn read(&mut self) {
+        let Some(response) = self.response.as_mut() else { return };
+        // Whichever comes first: the end of the silence allowed, or the call's deadline.
+        let quiet_until = self.quiet_since.checked_add(self.limits.idle_timeout);
+        let (expiry, why) = match (quiet_until, self.deadline) {
+            (Some(quiet), Some(deadline)) if deadline <= quiet => (Some(deadline), Expiry::Deadline),
+            (Some(quiet), _) => (Some(quiet), Expiry::Idle),
+            (None, deadline) => (deadline, Expiry::Deadline),
+        };
+        let chunk = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(ProviderError::Cancelled),
+            chunk = response.chunk() => chunk,
+            () = until(expiry) => Err(timeout(&self.limits, why)),
+        };
+        match chunk {
+            Ok(Some(bytes)) => {
+                self.received = self.received.saturating_add(bytes.len() as u64);
+                if self.received > self.limits.max_response_bytes {
+                    let limit = self.limits.max_response_bytes;
+                    let error = ProviderError::Protocol(format!("the response exceeded the {limit}-byte limit"));
+                    self.decoder.fail(error, &mut self.decoded);
+                } else {
+                    self.decoder.feed(&bytes, &mut self.decoded);
                 }
             }
+            Ok(None) => self.decoder.finish(&mut self.decoded),
+            Err(error) => self.decoder.fail(error, &mut self.decoded),
         }
+        if !self.decoded.is_empty() {
+            self.quiet_since = Instant::now();
+        }
+    }
+
+    /// Hands what was decoded to the stream; after a terminal event, nothing more is read.
+    fn flush(&mut self) {
         if self.decoded.iter().any(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })) {
             // Dropping the response closes its connection if the body is not finished.
             self.done = true;
@@ -122,6 +288,27 @@ impl<D: StreamDecoder> Transport<D> {
         }
         self.pending.extend(self.decoded.drain(..));
     }
+}
+
+/// Resolves at `instant`, or never.
+async fn until(instant: Option<Instant>) {
+    match instant {
+        Some(instant) => tokio::time::sleep_until(instant).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn timeout(limits: &StreamLimits, why: Expiry) -> ProviderError {
+    ProviderError::Timeout(match why {
+        Expiry::Idle => format!("the stream produced nothing for {:?}", limits.idle_timeout),
+        Expiry::Deadline => format!("the call's {:?} deadline passed", limits.total_timeout.unwrap_or_default()),
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Expiry {
+    Idle,
+    Deadline,
 }
 
 #[cfg(test)]

@@ -175,3 +175,17 @@ async fn stateless_requests_carry_the_revision_headers_and_mirrored_parameters()
     assert_eq!(call.header("mcp-param-region"), Some("eu west"));
     assert_eq!(call.header("mcp-param-note"), None);
 }
+
+#[tokio::test]
+async fn a_legacy_sse_message_over_the_limit_ends_the_connection_with_a_clear_error() {
+    let huge = format!("event: message\ndata: {}\n\n", "x".repeat(4096));
+    let server = MockServer::start(move |request: &ReceivedRequest| match request.method.as_str() {
+        "GET" => ServedResponse::sse("event: endpoint\ndata: /message\n\n").chunk(huge.clone()).then_hang(),
+        _ if request.path.starts_with("/message") => ServedResponse::new(202),
+        _ => ServedResponse::new(404),
+    })
+    .await;
+    let error =
+        McpClient::builder().max_message_bytes(1024).connect_http(format!("{}/mcp", server.url())).await.unwrap_err();
+    assert!(error.to_string().contains("over the 1024-byte limit"), "{error}");
+}

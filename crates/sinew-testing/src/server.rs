@@ -55,6 +55,12 @@ pub enum BodyEnd {
 enum Part {
     Bytes(Bytes),
     Pause(Duration),
+    /// The same chunk `times` times (`None`: until the client goes away), `pause` before each.
+    Repeat {
+        bytes: Bytes,
+        times: Option<usize>,
+        pause: Duration,
+    },
 }
 
 /// A scripted response: status, headers, body parts sent one by one, and how it ends.
@@ -102,6 +108,19 @@ impl ServedResponse {
         self
     }
 
+    /// Appends `bytes` as `times` chunks in a row: a large body without holding it whole.
+    pub fn repeat(mut self, bytes: impl Into<Bytes>, times: usize) -> Self {
+        self.parts.push(Part::Repeat { bytes: bytes.into(), times: Some(times), pause: Duration::ZERO });
+        self
+    }
+
+    /// Sends `bytes` again and again, `pause` before each, until the client goes away: an
+    /// endless stream.
+    pub fn repeat_forever(mut self, bytes: impl Into<Bytes>, pause: Duration) -> Self {
+        self.parts.push(Part::Repeat { bytes: bytes.into(), times: None, pause });
+        self
+    }
+
     /// Cuts the connection after the chunks so far.
     pub fn then_drop(mut self) -> Self {
         self.end = BodyEnd::Drop;
@@ -117,13 +136,30 @@ impl ServedResponse {
     fn into_hyper(self) -> hyper::Response<Body> {
         let end = self.end;
         let parts = futures::stream::iter(self.parts)
+            .flat_map(|part| -> BoxStream<'static, Option<Part>> {
+                match part {
+                    Part::Repeat { bytes, times, pause } => {
+                        let chunk = move || [Some(Part::Pause(pause)), Some(Part::Bytes(bytes.clone()))];
+                        let chunks = futures::stream::iter(std::iter::repeat_with(chunk).flatten());
+                        match times {
+                            Some(times) => chunks.take(times * 2).boxed(),
+                            None => chunks.boxed(),
+                        }
+                    }
+                    part => futures::stream::once(async { Some(part) }).boxed(),
+                }
+            })
+            .filter_map(futures::future::ready)
             .then(|part| async move {
                 match part {
                     Part::Bytes(bytes) => Some(Ok(Frame::data(bytes))),
                     Part::Pause(duration) => {
-                        tokio::time::sleep(duration).await;
+                        if !duration.is_zero() {
+                            tokio::time::sleep(duration).await;
+                        }
                         None
                     }
+                    Part::Repeat { .. } => None,
                 }
             })
             .filter_map(futures::future::ready);

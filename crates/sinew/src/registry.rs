@@ -155,9 +155,13 @@ impl StreamProvider for ProviderRegistry {
         "registry"
     }
 
+    fn retries_requests(&self, model: &str) -> bool {
+        self.resolve(model).is_some_and(|(provider, model)| provider.retries_requests(model))
+    }
+
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
         match self.resolve(request.model) {
-            Some((provider, model)) => provider.stream(&StreamRequest { model, ..*request }, cancel),
+            Some((provider, model)) => provider.stream(&request.with_model(model), cancel),
             None => {
                 let message = format!(
                     "no provider for model `{}` (registered: {}); prefix the model with a provider id, e.g. `openai/{}`",

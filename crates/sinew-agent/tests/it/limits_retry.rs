@@ -47,21 +47,124 @@ async fn server_counts_near_the_maximum_saturate_instead_of_wrapping_under_the_l
     assert_eq!(outcome.usage.input, u64::MAX - 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn max_duration_stops_the_run() {
     let slow = sinew_testing::FnTool::new("echo", |_, _| async {
-        tokio::time::sleep(Duration::from_millis(60)).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
         Ok(ToolResult::text("slow"))
     });
     let (agent, mock) = agent([tool_turn("1"), tool_turn("2")]);
-    let limits = ExecutionLimits { max_duration: Duration::from_millis(30), ..ExecutionLimits::default() };
+    let limits = ExecutionLimits { max_duration: Duration::from_secs(30), ..ExecutionLimits::default() };
     let mut agent = agent.with_tool(slow).with_execution_limits(Some(limits));
+    let started = tokio::time::Instant::now();
     let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(started.elapsed(), Duration::from_secs(30), "the running tool is cut at the deadline");
     assert_eq!(mock.calls(), 1);
     assert_eq!(outcome.reason, EndReason::LimitReached);
     assert!(text_of(agent.messages().last().unwrap()).starts_with("[Agent stopped: max duration exceeded"));
+    // The cut call has its result, and the history stays valid.
+    assert_eq!(crate::roles(agent.messages()), ["user", "assistant", "toolResult", "user"]);
+    assert_history_valid(agent.messages());
     // The note is announced like any message.
     assert_eq!(kinds(&events)[kinds(&events).len() - 3..], ["message_start", "message_end", "agent_end"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_duration_reaches_into_a_model_call_that_never_ends() {
+    let (agent, mock) = agent([MockResponse::new().text_delta("thinking about it").hang()]);
+    let limits = ExecutionLimits { max_duration: Duration::from_secs(30), ..ExecutionLimits::default() };
+    let mut agent = agent.with_execution_limits(Some(limits));
+    let started = tokio::time::Instant::now();
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+    assert_eq!(mock.calls(), 1);
+    assert_eq!(outcome.reason, EndReason::LimitReached);
+    let assistant = agent.messages()[1].as_assistant().unwrap();
+    assert_eq!((assistant.stop_reason, assistant.text().as_str()), (StopReason::Aborted, "thinking about it"));
+    assert!(text_of(agent.messages().last().unwrap()).starts_with("[Agent stopped: max duration exceeded (30s)"));
+    assert_history_valid(agent.messages());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_day_long_retry_after_is_capped_at_a_minute_and_backs_off_instead() {
+    let limited = ProviderError::RateLimited { retry_after_ms: Some(86_400_000), message: "tomorrow".into() };
+    let (agent, mock) = agent([MockResponse::error(limited), MockResponse::text("now")]);
+    let mut agent = agent.with_retry_config(RetryConfig { max_retries: 1, ..RetryConfig::default() });
+    let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(outcome.final_text().as_deref(), Some("now"));
+    let requests = mock.requests();
+    let waited = requests[1].at - requests[0].at;
+    assert!(waited <= Duration::from_millis(1_200), "the backoff's first delay, not a day: {waited:?}");
+    let announced = events.iter().find_map(|e| match e {
+        AgentEvent::ProviderRetry { delay_ms, .. } => Some(*delay_ms),
+        _ => None,
+    });
+    // The announced delay is the one waited (the timer rounds up to the millisecond).
+    let announced = announced.expect("the retry is announced");
+    assert!(u64::try_from(waited.as_millis()).unwrap().abs_diff(announced) <= 1, "{announced} ms vs {waited:?}");
+}
+
+/// A provider that retries failed requests itself, as HTTP providers do: every request fails
+/// with a 503, it retries as the request's policy allows and announces each retry.
+struct SelfRetrying {
+    requests: std::sync::atomic::AtomicU32,
+}
+
+impl StreamProvider for SelfRetrying {
+    fn provider_id(&self) -> &str {
+        "self-retrying"
+    }
+
+    fn stream(
+        &self,
+        request: &StreamRequest<'_>,
+        _: CancellationToken,
+    ) -> futures::stream::BoxStream<'static, StreamEvent> {
+        use std::sync::atomic::Ordering;
+        let retries = request.retry.expect("the loop passes its policy").max_retries;
+        let unavailable = || ProviderError::Unavailable { status: 503, message: "busy".into() };
+        let mut events = Vec::new();
+        for attempt in 1..=retries {
+            self.requests.fetch_add(1, Ordering::SeqCst);
+            events.push(StreamEvent::Retry { attempt, delay: Duration::from_millis(1), error: unavailable() });
+        }
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        events.push(StreamEvent::Error {
+            error: unavailable(),
+            partial: AssistantMessage::new("self-retrying", request.model),
+        });
+        Box::pin(futures::stream::iter(events))
+    }
+
+    fn retries_requests(&self, _: &str) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn one_retry_policy_per_call_whoever_retries() {
+    let provider = std::sync::Arc::new(SelfRetrying { requests: Default::default() });
+    let mut agent = sinew_agent::Agent::new(std::sync::Arc::clone(&provider), "m").with_retry_config(RetryConfig {
+        max_retries: 3,
+        initial_delay_ms: 1,
+        backoff_multiplier: 1.0,
+        max_delay_ms: 1,
+    });
+    let (events, outcome) = agent.prompt("q").collect().await;
+    assert_eq!(outcome.reason, EndReason::Failed);
+    assert_eq!(
+        provider.requests.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "one attempt and the policy's three retries, not the provider's retries times the loop's"
+    );
+    let attempts: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match *e {
+            AgentEvent::ProviderRetry { attempt, max_retries: 3, .. } => Some(attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attempts, [1, 2, 3], "the provider's retries are announced as the run's");
 }
 
 #[tokio::test(start_paused = true)]

@@ -6,7 +6,7 @@ fn decode(chunks: &[&[u8]]) -> (Vec<SseEvent>, Option<SseEvent>) {
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
     for chunk in chunks {
-        decoder.feed(chunk, &mut events);
+        decoder.feed(chunk, &mut events).expect("within the bound");
     }
     let last = decoder.finish();
     (events, last)
@@ -54,7 +54,7 @@ fn blank_lines_without_data_dispatch_nothing_and_reset_the_name() {
 fn ids_and_retry() {
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
-    decoder.feed(b"id: 7\nretry: 2500\ndata: a\n\nretry: soon\nid: bad\0id\ndata: b\n\n", &mut events);
+    decoder.feed(b"id: 7\nretry: 2500\ndata: a\n\nretry: soon\nid: bad\0id\ndata: b\n\n", &mut events).unwrap();
     assert_eq!(events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["7", "7"]);
     assert_eq!(decoder.last_event_id(), "7");
     assert_eq!(decoder.retry(), Some(Duration::from_millis(2500)), "a non-numeric retry is ignored");
@@ -63,7 +63,7 @@ fn ids_and_retry() {
 #[test]
 fn comment_lines_are_counted() {
     let mut decoder = SseDecoder::new();
-    decoder.feed(b": OPENROUTER PROCESSING\n\n: again\ndata: x\n\n", &mut Vec::new());
+    decoder.feed(b": OPENROUTER PROCESSING\n\n: again\ndata: x\n\n", &mut Vec::new()).unwrap();
     assert_eq!(decoder.comment_lines(), 2);
 }
 
@@ -160,4 +160,65 @@ proptest! {
 fn an_empty_chunk_between_cr_and_lf_changes_nothing() {
     let (events, _) = decode(&[b"data: a\r", b"", b"\ndata: b\n\n"]);
     assert_eq!(events, [ev("message", "a\nb")]);
+}
+
+/// Feeds `chunks` to a decoder bounded at `max`: the events before the failure, and the failure.
+fn decode_bounded(max: usize, chunks: &[&[u8]]) -> (Vec<SseEvent>, Result<(), EventTooLarge>) {
+    let mut decoder = SseDecoder::with_max_event_bytes(max);
+    let mut events = Vec::new();
+    for chunk in chunks {
+        if let Err(error) = decoder.feed(chunk, &mut events) {
+            assert_eq!(decoder.feed(b"data: more\n\n", &mut events), Err(error), "a failed decoder stays failed");
+            assert_eq!(decoder.finish(), None);
+            return (events, Err(error));
+        }
+    }
+    (events, Ok(()))
+}
+
+#[test]
+fn events_and_lines_past_the_bound_fail_whatever_the_chunking() {
+    let too_large = Err(EventTooLarge { limit: 32 });
+    let forty = "0123456789".repeat(4);
+    // Within the bound: a 26-byte line, 20 bytes of data.
+    assert_eq!(
+        decode_bounded(32, &[b"data: 0123456789abcdefghij\n\n"]),
+        (vec![ev("message", "0123456789abcdefghij")], Ok(()))
+    );
+    // One data line too long, whole or split; short data lines adding up; a line that never
+    // ends; an `event:` or unknown field too long.
+    let cases: [Vec<Vec<u8>>; 6] = [
+        vec![format!("data: ok\n\ndata: {forty}\n\n").into()],
+        vec![b"data: ok\n\ndata: 01234".to_vec(), forty.clone().into(), b"\n\n".to_vec()],
+        vec![b"data: ok\n\n".to_vec(), "data: 0123456789\n".repeat(5).into()],
+        vec![b"data: ok\n\n".to_vec(), b"data: 0123456789".to_vec(), forty.clone().into()],
+        vec![format!("data: ok\n\nevent: {forty}\n").into()],
+        vec![format!("data: ok\n\nx-padding: {forty}\n").into()],
+    ];
+    for chunks in cases {
+        let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        assert_eq!(decode_bounded(32, &chunks), (vec![ev("message", "ok")], too_large), "{chunks:?}");
+    }
+    // Comments and keep-alives are not held: any number of them passes.
+    let pings = ": keep-alive\n\n".repeat(1000);
+    assert_eq!(decode_bounded(32, &[pings.as_bytes(), b"data: ok\n\n"]), (vec![ev("message", "ok")], Ok(())));
+}
+
+#[test]
+fn a_hundred_megabyte_event_fails_at_the_default_bound_holding_no_more() {
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    decoder.feed(b"data: ", &mut events).unwrap();
+    let block = vec![b'x'; 1024 * 1024];
+    let mut fed = 0;
+    let error = loop {
+        match decoder.feed(&block, &mut events) {
+            Ok(()) => fed += block.len(),
+            Err(error) => break error,
+        }
+        assert!(fed < 100 * 1024 * 1024, "100 MB accepted");
+    };
+    assert_eq!(error, EventTooLarge { limit: DEFAULT_MAX_EVENT_BYTES });
+    assert!(fed <= DEFAULT_MAX_EVENT_BYTES);
+    assert!(events.is_empty());
 }

@@ -6,7 +6,7 @@ fn decode<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseEvent>, usi
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
     for chunk in chunks {
-        decoder.feed(chunk, &mut events);
+        decoder.feed(chunk, &mut events).expect("recorded events are within the bound");
     }
     events.extend(decoder.finish());
     (events, decoder.comment_lines())

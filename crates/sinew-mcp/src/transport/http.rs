@@ -288,17 +288,16 @@ async fn deliver_frame(shared: &Shared, body: &[u8], request: Option<&RequestId>
     }
 }
 
-/// An SSE stream being read: events → messages, with what resumption needs.
+/// An SSE stream being read: events → messages, with what resumption needs. One event (one
+/// message) may not exceed the client's message limit.
 struct EventReader {
     decoder: SseDecoder,
     events: Vec<SseEvent>,
-    /// Bytes since the last dispatched event: one message may not exceed the limit.
-    pending_bytes: usize,
 }
 
 impl EventReader {
-    fn new() -> Self {
-        EventReader { decoder: SseDecoder::new(), events: Vec::new(), pending_bytes: 0 }
+    fn new(max_message_bytes: usize) -> Self {
+        EventReader { decoder: SseDecoder::with_max_event_bytes(max_message_bytes), events: Vec::new() }
     }
 
     /// Reads `response` until it ends; returns whether `awaiting` was answered, or the error
@@ -316,18 +315,15 @@ impl EventReader {
                 () = shared.closed.cancelled() => return Err(McpError::ConnectionClosed("the client was closed".into())),
             };
             let Some(chunk) = chunk else { return Ok(answered) };
-            self.decoder.feed(&chunk, &mut self.events);
+            if self.decoder.feed(&chunk, &mut self.events).is_err() {
+                return Err(McpError::Protocol(format!(
+                    "the server sent a message over the {}-byte limit",
+                    shared.max_message_bytes
+                )));
+            }
             if self.events.is_empty() {
-                self.pending_bytes += chunk.len();
-                if self.pending_bytes > shared.max_message_bytes {
-                    return Err(McpError::Protocol(format!(
-                        "the server sent a message over the {}-byte limit",
-                        shared.max_message_bytes
-                    )));
-                }
                 continue;
             }
-            self.pending_bytes = 0;
             for event in self.events.drain(..) {
                 // Priming events carry an id and no data.
                 if event.data.trim().is_empty() || (event.event != "message" && !event.event.is_empty()) {
@@ -359,7 +355,7 @@ impl EventReader {
 
 /// Reads the SSE answer to a POST, resuming it with GET + `Last-Event-ID` if it ends unanswered.
 async fn read_response_stream(shared: Shared, mut response: HttpResponse, awaiting: Option<RequestId>) {
-    let mut reader = EventReader::new();
+    let mut reader = EventReader::new(shared.max_message_bytes);
     let mut resumptions = 0;
     let failure = loop {
         let ended = reader.read(&shared, &mut response, awaiting.as_ref()).await;
@@ -407,7 +403,7 @@ async fn open_get_stream(shared: &Shared, last_event_id: &str) -> Result<HttpRes
 
 /// The server-to-client GET stream of a handshake-era session, reopened when it ends.
 async fn listen(shared: Shared, first: Result<HttpResponse, McpError>) {
-    let mut reader = EventReader::new();
+    let mut reader = EventReader::new(shared.max_message_bytes);
     let mut failures = 0u32;
     let mut next = Some(first);
     while !shared.closed.is_cancelled() && failures < 5 {
@@ -468,7 +464,8 @@ impl LegacySse {
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let reader_shared = shared.clone();
         tokio::spawn(async move {
-            let mut decoder = SseDecoder::new();
+            // One event is one message: the client's message limit bounds it.
+            let mut decoder = SseDecoder::with_max_event_bytes(reader_shared.max_message_bytes);
             let mut events = Vec::new();
             let mut endpoint_tx = Some(endpoint_tx);
             let end = loop {
@@ -481,7 +478,7 @@ impl LegacySse {
                     Ok(None) => break McpError::ConnectionClosed("the server ended its SSE stream".into()),
                     Err(error) => break McpError::Transport(error.to_string()),
                 };
-                decoder.feed(&chunk, &mut events);
+                let fed = decoder.feed(&chunk, &mut events);
                 for event in events.drain(..) {
                     if event.event == "endpoint" {
                         if let Some(tx) = endpoint_tx.take() {
@@ -502,6 +499,12 @@ impl LegacySse {
                         }
                         Err(error) => tracing::warn!(%error, "skipping an SSE event that is not JSON-RPC"),
                     }
+                }
+                if fed.is_err() {
+                    break McpError::Protocol(format!(
+                        "the server sent a message over the {}-byte limit",
+                        reader_shared.max_message_bytes
+                    ));
                 }
             };
             reader_shared.deliver(Inbound::Closed(end)).await;

@@ -1,0 +1,166 @@
+//! What a hostile or broken server can make a call take: a 100 MB event, an endless stream, a
+//! stream that only sends keep-alives, a day-long `retry-after`. Each call ends within its limits
+//! with a clear error (or, for the delay, with a prompt retry), keeping the partial message.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use sinew_core::{
+    AssistantMessage, CancellationToken, Message, ProviderError, RetryConfig, StopReason, StreamEvent, StreamProvider,
+    StreamRequest,
+};
+use sinew_http::sse::SseEvent;
+use sinew_http::{HttpProvider, HttpRequest, Protocol, SseHandler, SseMessageDecoder, StreamLimits, TextBlocks};
+use sinew_testing::{MockServer, ServedResponse};
+
+/// A minimal SSE protocol: every `data:` is text, `[DONE]` ends the message.
+struct Lines;
+
+#[derive(Debug)]
+struct LinesConfig {
+    url: String,
+}
+
+#[derive(Debug)]
+struct LineEvents {
+    message: AssistantMessage,
+    blocks: TextBlocks,
+    started: bool,
+}
+
+impl SseHandler for LineEvents {
+    fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+        if event.data == "[DONE]" {
+            let mut message = std::mem::replace(&mut self.message, AssistantMessage::new("", ""));
+            message.stop_reason = StopReason::Stop;
+            return Ok(Some(message));
+        }
+        self.blocks.text(&mut self.message, event.data.clone(), out);
+        Ok(None)
+    }
+
+    fn end(&mut self, _: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
+        Err(ProviderError::Protocol("no [DONE]".into()))
+    }
+
+    fn partial(&mut self) -> AssistantMessage {
+        std::mem::replace(&mut self.message, AssistantMessage::new("", ""))
+    }
+}
+
+impl Protocol for Lines {
+    type Config = LinesConfig;
+    type Decoder = SseMessageDecoder<LineEvents>;
+
+    fn config_from_env() -> Result<LinesConfig, ProviderError> {
+        Err(ProviderError::Other("not from the environment".into()))
+    }
+
+    fn provider_id(_: &LinesConfig) -> &str {
+        "lines"
+    }
+
+    fn request(config: &LinesConfig, _: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
+        Ok(HttpRequest::post_json(config.url.clone(), "{}"))
+    }
+
+    fn decoder(_: &LinesConfig, model: &str) -> Self::Decoder {
+        SseMessageDecoder::new(LineEvents {
+            message: AssistantMessage::new("lines", model),
+            blocks: TextBlocks::default(),
+            started: false,
+        })
+    }
+}
+
+fn provider(server: &MockServer, limits: StreamLimits) -> HttpProvider<Lines> {
+    let retry = RetryConfig { max_retries: 2, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 };
+    HttpProvider::<Lines>::new(LinesConfig { url: server.url() }).with_retry(retry).with_limits(limits)
+}
+
+/// Runs one call; returns the error and the partial message it ended with.
+async fn failure(provider: &HttpProvider<Lines>) -> (ProviderError, AssistantMessage) {
+    let prompt = Message::user("hi");
+    let messages = [&prompt];
+    let request = StreamRequest::new("m", "", &messages);
+    let events: Vec<StreamEvent> = provider.stream(&request, CancellationToken::new()).collect().await;
+    match events.into_iter().last() {
+        Some(StreamEvent::Error { error, partial }) => (error, partial),
+        other => panic!("expected the call to fail, it ended with {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_hundred_megabyte_event_ends_the_call_at_the_event_limit() {
+    let block = vec![b'x'; 1024 * 1024];
+    let server =
+        MockServer::scripted([ServedResponse::sse("data: before\n\ndata: ").repeat(block, 100).chunk("\n\n")]).await;
+    let (error, partial) = failure(&provider(&server, StreamLimits::default())).await;
+    assert_eq!(error, ProviderError::Protocol("a server-sent event exceeded the 16777216-byte limit".into()));
+    assert_eq!(partial.text(), "before", "what arrived before is kept");
+    assert_eq!(partial.stop_reason, StopReason::Error);
+}
+
+#[tokio::test]
+async fn an_endless_stream_of_deltas_ends_at_the_response_limit() {
+    let server = MockServer::scripted([ServedResponse::sse("").repeat_forever("data: more\n\n", Duration::ZERO)]).await;
+    let (error, partial) = failure(&provider(&server, StreamLimits::default().max_response_bytes(1 << 20))).await;
+    assert_eq!(error, ProviderError::Protocol("the response exceeded the 1048576-byte limit".into()));
+    assert!(partial.text().starts_with("moremore"), "the partial text is kept");
+}
+
+#[tokio::test]
+async fn an_endless_slow_stream_ends_at_the_call_deadline() {
+    let server =
+        MockServer::scripted([ServedResponse::sse("").repeat_forever("data: more\n\n", Duration::from_millis(20))])
+            .await;
+    let limits = StreamLimits::default().total_timeout(Duration::from_millis(300));
+    let (error, partial) = failure(&provider(&server, limits)).await;
+    assert_eq!(error, ProviderError::Timeout("the call's 300ms deadline passed".into()));
+    assert!(partial.text().starts_with("more"), "the partial text is kept");
+}
+
+#[tokio::test]
+async fn a_stream_of_keep_alives_only_ends_at_the_idle_timeout() {
+    let server = MockServer::scripted([ServedResponse::sse("data: hello\n\n")
+        .repeat_forever(": keep-alive\n\nevent: ping\n", Duration::from_millis(20))])
+    .await;
+    let limits = StreamLimits::default().idle_timeout(Duration::from_millis(200));
+    let (error, partial) = failure(&provider(&server, limits)).await;
+    assert_eq!(error, ProviderError::Timeout("the stream produced nothing for 200ms".into()));
+    assert_eq!(partial.text(), "hello");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_ends_at_the_call_deadline() {
+    let server = MockServer::scripted([ServedResponse::new(200).then_hang()]).await;
+    let limits = StreamLimits::default().total_timeout(Duration::from_millis(200));
+    let (error, _) = failure(&provider(&server, limits)).await;
+    assert_eq!(error, ProviderError::Timeout("the call's 200ms deadline passed".into()));
+}
+
+#[tokio::test]
+async fn a_day_long_retry_after_is_not_honoured() {
+    let server = MockServer::scripted([
+        ServedResponse::json(429, &serde_json::json!({"error": {"message": "come back tomorrow"}}))
+            .header("retry-after", "86400"),
+        ServedResponse::sse("data: hello\n\ndata: [DONE]\n\n"),
+    ])
+    .await;
+    // A deadline far below a day: the call must succeed well within it.
+    let limits = StreamLimits::default().total_timeout(Duration::from_secs(20));
+    let provider = provider(&server, limits);
+    let prompt = Message::user("hi");
+    let messages = [&prompt];
+    let request = StreamRequest::new("m", "", &messages);
+    let events: Vec<StreamEvent> = provider.stream(&request, CancellationToken::new()).collect().await;
+    assert!(matches!(events.last(), Some(StreamEvent::Done(m)) if m.text() == "hello"), "{:?}", events.last());
+    assert_eq!(server.requests().len(), 2);
+}
