@@ -75,6 +75,9 @@ pub(crate) struct McpServerConfig {
     pub(crate) args: Vec<String>,
     #[serde(default)]
     pub(crate) env: BTreeMap<String, String>,
+    /// sinew's own variables the server may read, besides HOME, LOGNAME, PATH, SHELL, TERM, USER.
+    #[serde(default)]
+    pub(crate) inherit_env: Vec<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) url: Option<String>,
     #[serde(default)]

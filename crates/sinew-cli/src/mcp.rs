@@ -51,6 +51,9 @@ async fn connect(name: &str, server: &McpServerConfig) -> Result<Connected, Stri
             for (key, value) in &server.env {
                 stdio = stdio.env(key, value);
             }
+            for name in &server.inherit_env {
+                stdio = stdio.inherit(name);
+            }
             if let Some(dir) = &server.cwd {
                 stdio = stdio.cwd(dir);
             }

@@ -3,9 +3,11 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, PoisonError, RwLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -26,6 +28,11 @@ use crate::transport::{INBOX_CAPACITY, Inbound, Outgoing, Transport};
 
 /// Default time a request may take without an answer or a progress notification.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default time a request may take at all, however often progress restarts its timeout.
+pub const DEFAULT_MAX_REQUEST_TIME: Duration = Duration::from_secs(30 * 60);
+/// The server's requests answered at once (`sampling/createMessage`, `elicitation/create`...);
+/// past it, a request is answered with an error at once rather than queued.
+const MAX_CONCURRENT_SERVER_REQUESTS: usize = 16;
 /// Default size limit of one message from the server.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// The most `input_required` rounds one request may take (2026-07-28 multi-round-trip requests).
@@ -66,7 +73,8 @@ pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 /// Per-request options.
 #[derive(Clone, Default)]
 pub struct RequestOptions {
-    /// Overrides the client's request timeout. Each progress notification restarts it.
+    /// Overrides the client's request timeout. Each progress notification restarts it, up to the
+    /// client's maximum request time.
     pub timeout: Option<Duration>,
     /// Cancels the request: the server gets `notifications/cancelled`.
     pub cancel: Option<CancellationToken>,
@@ -92,6 +100,7 @@ pub struct McpClientBuilder {
     era: ProtocolEra,
     handshake_version: String,
     request_timeout: Duration,
+    max_request_time: Duration,
     max_message_bytes: usize,
     roots: Option<Vec<Root>>,
     sampling: Option<Arc<dyn ServerRequestHandler>>,
@@ -109,6 +118,7 @@ impl fmt::Debug for McpClientBuilder {
             .field("era", &self.era)
             .field("handshake_version", &self.handshake_version)
             .field("request_timeout", &self.request_timeout)
+            .field("max_request_time", &self.max_request_time)
             .field("roots", &self.roots)
             .field("sampling", &self.sampling.is_some())
             .field("elicitation", &self.elicitation.is_some())
@@ -124,6 +134,7 @@ impl Default for McpClientBuilder {
             era: ProtocolEra::Auto,
             handshake_version: LATEST_HANDSHAKE_VERSION.to_owned(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_request_time: DEFAULT_MAX_REQUEST_TIME,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             roots: None,
             sampling: None,
@@ -170,6 +181,14 @@ impl McpClientBuilder {
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// The longest a request may take, however often the server's progress restarts its
+    /// timeout (default 30 minutes).
+    #[must_use]
+    pub fn max_request_time(mut self, max: Duration) -> Self {
+        self.max_request_time = max;
         self
     }
 
@@ -322,13 +341,18 @@ struct Inner {
     /// `x-mcp-header` annotations per tool name.
     param_headers: RwLock<HashMap<String, Vec<(String, String)>>>,
     tools_changed: watch::Sender<u64>,
+    /// Slots for the server's requests being answered.
+    server_requests: Arc<tokio::sync::Semaphore>,
+    /// A tool-list refresh runs; `refresh_again` asks it for one more round.
+    refreshing: AtomicBool,
+    refresh_again: AtomicBool,
     closed: StdMutex<Option<McpError>>,
 }
 
 struct ProgressSink {
     callback: ProgressCallback,
-    /// Milliseconds since `epoch` of the last notification: restarts the request's timeout.
-    last: Arc<AtomicU64>,
+    /// When the last notification came: restarts the request's timeout.
+    last: LastProgress,
 }
 
 /// Which revision a request goes out under.
@@ -344,7 +368,7 @@ impl McpClient {
         McpClientBuilder::default()
     }
 
-    /// Spawns `program` with `args` and `env` (on top of the inherited environment) and connects
+    /// Spawns `program` with `args` and `env` (on top of [`DEFAULT_INHERITED_ENV`]) and connects
     /// over stdio with the defaults (REQ-114).
     pub async fn connect_stdio<I, S>(program: &str, args: I, env: HashMap<String, String>) -> Result<Self, McpError>
     where
@@ -390,6 +414,9 @@ impl McpClient {
             tools: RwLock::new(Arc::new(Vec::new())),
             param_headers: RwLock::default(),
             tools_changed: watch::channel(0).0,
+            server_requests: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SERVER_REQUESTS)),
+            refreshing: AtomicBool::new(false),
+            refresh_again: AtomicBool::new(false),
             closed: StdMutex::new(None),
         });
         tokio::spawn(dispatch(Arc::downgrade(&inner), inbox));
@@ -736,7 +763,7 @@ impl McpClient {
         params: &Value,
         options: &RequestOptions,
         lifecycle: &Lifecycle,
-        last_progress: Option<&AtomicU64>,
+        last_progress: Option<&StdMutex<Option<Instant>>>,
     ) -> Result<Value, McpError> {
         let inner = &self.inner;
         let id = RequestId::Number(inner.next_id.fetch_add(1, Ordering::Relaxed));
@@ -763,28 +790,36 @@ impl McpClient {
         let timeout = options.timeout.unwrap_or(inner.config.request_timeout);
         let cancel = options.cancel.clone().unwrap_or_default();
         let started = Instant::now();
-        let started_stamp = elapsed_millis();
         let exchange = async {
             if let Err(error) = inner.transport.send(message).await {
                 return Err(inner.explain(error).await);
             }
             rx.await.unwrap_or_else(|_| Err(McpError::ConnectionClosed("the connection ended".into())))
         };
+        // Progress restarts the timeout, but never past the hard maximum.
+        let max_time = inner.config.max_request_time;
+        let hard_limit = started.checked_add(max_time);
         let deadline = async {
             let mut until = started + timeout;
             loop {
-                tokio::time::sleep_until(until.into()).await;
-                let last = last_progress.map_or(0, |l| l.load(Ordering::Relaxed));
-                let renewed = started + Duration::from_millis(last.saturating_sub(started_stamp)) + timeout;
+                if let Some(limit) = hard_limit {
+                    until = until.min(limit);
+                }
+                tokio::time::sleep_until(until).await;
+                if hard_limit.is_some_and(|limit| until >= limit) {
+                    return max_time;
+                }
+                let last = last_progress.and_then(|l| *l.lock().unwrap_or_else(PoisonError::into_inner));
+                let renewed = last.unwrap_or(started) + timeout;
                 if renewed <= until {
-                    return;
+                    return timeout;
                 }
                 until = renewed;
             }
         };
         let outcome = tokio::select! {
             result = exchange => return result.inspect_err(|_| { inner.forget(&id); }),
-            () = deadline => McpError::Timeout { method: method.to_owned(), after: timeout },
+            after = deadline => McpError::Timeout { method: method.to_owned(), after },
             () = cancel.cancelled() => McpError::Cancelled { method: method.to_owned() },
         };
         inner.forget(&id);
@@ -825,9 +860,9 @@ impl Inner {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
     }
 
-    fn register_progress(&self, callback: &ProgressCallback) -> (String, Arc<AtomicU64>) {
+    fn register_progress(&self, callback: &ProgressCallback) -> (String, LastProgress) {
         let token = format!("sinew-{}", self.next_progress.fetch_add(1, Ordering::Relaxed));
-        let last = Arc::new(AtomicU64::new(0));
+        let last = LastProgress::default();
         let sink = ProgressSink { callback: Arc::clone(callback), last: Arc::clone(&last) };
         self.progress.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), sink);
         (token, last)
@@ -907,7 +942,7 @@ impl Inner {
                 };
                 // The host's callback runs without the lock held.
                 let callback = self.progress.lock().unwrap_or_else(PoisonError::into_inner).get(&token).map(|sink| {
-                    sink.last.store(elapsed_millis(), Ordering::Relaxed);
+                    *sink.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
                     Arc::clone(&sink.callback)
                 });
                 if let Some(callback) = callback {
@@ -919,10 +954,29 @@ impl Inner {
                 }
             }
             "notifications/tools/list_changed" => {
+                // One refresh at a time: notifications that come while it runs ask for one
+                // more round, not one task each.
+                self.refresh_again.store(true, Ordering::SeqCst);
+                if self.refreshing.swap(true, Ordering::SeqCst) {
+                    return;
+                }
                 let client = McpClient { inner: Arc::clone(self) };
                 tokio::spawn(async move {
-                    if let Err(error) = client.list_tools().await {
-                        tracing::warn!(server = %client.name(), %error, "cannot refresh the tool list");
+                    loop {
+                        client.inner.refresh_again.store(false, Ordering::SeqCst);
+                        if let Err(error) = client.list_tools().await {
+                            tracing::warn!(server = %client.name(), %error, "cannot refresh the tool list");
+                        }
+                        if client.inner.refresh_again.load(Ordering::SeqCst) {
+                            continue;
+                        }
+                        client.inner.refreshing.store(false, Ordering::SeqCst);
+                        // A notification between the check and the release would be lost.
+                        if !client.inner.refresh_again.load(Ordering::SeqCst)
+                            || client.inner.refreshing.swap(true, Ordering::SeqCst)
+                        {
+                            return;
+                        }
                     }
                 });
             }
@@ -941,12 +995,8 @@ impl Inner {
     }
 }
 
-/// Milliseconds since a process-wide epoch: when the last progress of a request arrived.
-fn elapsed_millis() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
+/// When a request's last progress notification came.
+type LastProgress = Arc<StdMutex<Option<Instant>>>;
 
 fn with_progress_token(params: Value, token: &str) -> Value {
     let mut object = match params {
@@ -988,7 +1038,24 @@ async fn dispatch(client: Weak<Inner>, mut inbox: mpsc::Receiver<Inbound>) {
                 }
             }
             Inbound::Message(Message::Request { id, method, params }) => {
+                let Ok(slot) = Arc::clone(&inner.server_requests).try_acquire_owned() else {
+                    // Too many at once: refused at once, not queued without bound.
+                    let refusal = Err(RpcError::new(
+                        codes::INTERNAL_ERROR,
+                        format!("the client answers at most {MAX_CONCURRENT_SERVER_REQUESTS} requests at once"),
+                    ));
+                    let client = McpClient { inner };
+                    let lifecycle = client.lifecycle();
+                    let mut message = Outgoing::plain(jsonrpc::response(&id, refusal));
+                    message.protocol_version = Some(lifecycle.version);
+                    message.stateless = lifecycle.stateless;
+                    if let Err(error) = client.inner.transport.send(message).await {
+                        tracing::warn!(server = %client.name(), method, %error, "cannot answer the server's request");
+                    }
+                    continue;
+                };
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let answer = inner.answer(&method, params).await;
                     let client = McpClient { inner };
                     let lifecycle = client.lifecycle();

@@ -37,8 +37,8 @@ mod tool;
 mod transport;
 
 pub use client::{
-    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_TIMEOUT, McpClient, McpClientBuilder, Progress, ProgressCallback,
-    RequestOptions, ServerRequestHandler,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_TIME, DEFAULT_REQUEST_TIMEOUT, McpClient, McpClientBuilder,
+    Progress, ProgressCallback, RequestOptions, ServerRequestHandler,
 };
 pub use error::{McpError, codes};
 pub use jsonrpc::{RequestId, RpcError};
@@ -49,4 +49,4 @@ pub use protocol::{
 };
 pub use tool::{McpToolAdapter, to_tool_result};
 pub use transport::http::HeaderProvider;
-pub use transport::stdio::StdioCommand;
+pub use transport::stdio::{DEFAULT_INHERITED_ENV, StdioCommand};

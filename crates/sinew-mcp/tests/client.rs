@@ -153,7 +153,7 @@ async fn a_hung_server_times_out_and_is_told_the_request_is_cancelled() {
     ping.await.unwrap().unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn progress_restarts_the_timeout() {
     let (client, mut server) = connect(quick().request_timeout(Duration::from_millis(300))).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -466,4 +466,104 @@ while true; do sleep 0.1; done
     let gone = !std::path::Path::new(&proc_dir).exists()
         || std::fs::read_to_string(format!("{proc_dir}/stat")).is_ok_and(|s| s.contains(") Z"));
     assert!(gone, "the server survived close");
+}
+
+#[tokio::test]
+async fn stderr_is_read_to_its_end_whatever_it_holds() {
+    // Bytes that are not UTF-8, then a 100 KB line, then the reason it exits.
+    let script = r#"
+printf 'bad \377\376 bytes\n' >&2
+head -c 100000 /dev/zero | tr '\0' x >&2
+printf '\nthe real reason\n' >&2
+exit 5
+"#;
+    let error = quick().connect_stdio(StdioCommand::new("bash").args(["-c", script])).await.unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("exit status: 5"), "{message}");
+    assert!(message.contains("bad \u{fffd}\u{fffd} bytes"), "{message}");
+    assert!(message.contains(&format!("{} …", "x".repeat(4096))), "a long line is cut");
+    assert!(!message.contains(&"x".repeat(4097)), "and not kept whole");
+    assert!(message.contains("the real reason"), "the lines after are still read: {message}");
+}
+
+#[tokio::test]
+async fn a_stdio_server_inherits_only_the_default_variables_and_what_it_is_given() {
+    let script = "env | cut -d= -f1 | sort >&2; exit 1";
+    let command = StdioCommand::new("bash").args(["-c", script]).env("GIVEN", "1").inherit("CARGO");
+    let message = quick().connect_stdio(command).await.unwrap_err().to_string();
+    let (_, tail) = message.split_once("its stderr ended with:\n").expect("the stderr tail");
+    let names: Vec<&str> = tail.lines().collect();
+    // What bash itself sets (PWD, SHLVL, _), and nothing of the test process beyond the list.
+    let allowed = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "GIVEN", "CARGO", "PWD", "SHLVL", "_", "OLDPWD"];
+    assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
+    assert!(names.contains(&"GIVEN") && names.contains(&"PATH"), "{names:?}");
+    assert!(names.contains(&"CARGO"), "cargo sets CARGO for tests, and it was inherited by name: {names:?}");
+    assert!(!names.contains(&"CARGO_PKG_NAME"), "{names:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_cannot_keep_a_request_alive_past_the_maximum() {
+    let client_builder = quick().request_timeout(Duration::from_millis(300)).max_request_time(Duration::from_secs(1));
+    let (client, mut server) = connect(client_builder).await;
+    let options = RequestOptions { on_progress: Some(Arc::new(|_| {})), ..RequestOptions::default() };
+    let client2 = client.clone();
+    let call = tokio::spawn(async move { client2.call_tool_with("endless", json!({}), &options).await });
+    let request = server.recv().await;
+    let token = request["params"]["_meta"]["progressToken"].clone();
+    let mut sent = 0;
+    while !call.is_finished() {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        server
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": sent}}))
+            .await;
+        sent += 1;
+        assert!(sent < 100, "progress kept the request alive");
+    }
+    let error = call.await.unwrap().unwrap_err();
+    assert_eq!(error, McpError::Timeout { method: "tools/call".into(), after: Duration::from_secs(1) });
+    assert_eq!(server.recv().await["method"], "notifications/cancelled");
+}
+
+#[tokio::test]
+async fn a_flood_of_list_changed_notifications_refreshes_the_list_a_bounded_number_of_times() {
+    let (client, mut server) = connect(quick()).await;
+    server.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})).await;
+    let first = server.recv().await;
+    assert_eq!(first["method"], "tools/list");
+    // A hundred more while the first refresh waits for its answer: one more round, not 100.
+    for _ in 0..100 {
+        server.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})).await;
+    }
+    server.reply(&first, json!({"tools": [{"name": "a"}]})).await;
+    let second = server.recv().await;
+    assert_eq!(second["method"], "tools/list");
+    server.reply(&second, json!({"tools": [{"name": "a"}, {"name": "b"}]})).await;
+    // The next message is our ping: no third refresh was sent.
+    let client2 = client.clone();
+    let ping = tokio::spawn(async move { client2.ping().await });
+    let next = server.recv().await;
+    assert_eq!(next["method"], "ping");
+    server.reply(&next, json!({})).await;
+    ping.await.unwrap().unwrap();
+    assert_eq!(client.tools().len(), 2);
+}
+
+#[tokio::test]
+async fn the_servers_requests_are_answered_sixteen_at_a_time_and_the_rest_refused_at_once() {
+    // A sampling handler that never finishes holds its slot.
+    let hold = |_params: Value| std::future::pending::<Result<Value, sinew_mcp::RpcError>>();
+    let (_client, mut server) = connect(quick().sampling(hold)).await;
+    for id in 0..20 {
+        server
+            .send(json!({"jsonrpc": "2.0", "id": format!("s{id}"), "method": "sampling/createMessage", "params": {"messages": []}}))
+            .await;
+    }
+    let mut refused = Vec::new();
+    for _ in 0..4 {
+        let answer = server.recv().await;
+        assert_eq!(answer["error"]["code"], -32603, "{answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("at most 16"), "{answer}");
+        refused.push(answer["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(refused, ["s16", "s17", "s18", "s19"]);
 }

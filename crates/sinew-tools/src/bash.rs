@@ -1,9 +1,22 @@
-//! `bash`: runs a command in its own process group; the whole group dies on timeout,
+//! `bash`: runs a command in its own process group; everything it started dies on timeout,
 //! cancellation or completion, so no grandchild outlives the call.
+//!
+//! A process group is not enough: `setsid cmd &`, or a daemon that double-forks, leaves it (and,
+//! once its parent exits, the process tree too). So every call carries a cookie in its
+//! environment, `SINEW_BASH_CALL=<random>`, which every descendant inherits whatever group or
+//! session it moves to; at the end of the call the processes carrying it are found in `/proc`
+//! and killed, until none is left (Jenkins' process-tree killer does the same). Only a process
+//! that rebuilds its own environment escapes, and even then the call does not wait for it: the
+//! pipes are read until the deadline and a short grace, never longer.
+//!
+//! The command gets the environment minus the variables whose names say they hold a secret
+//! (`*_API_KEY`, `*_TOKEN`, `*_SECRET*`, `*PASSWORD*`, `*CREDENTIALS*`, ...): a model-written
+//! command has no business reading the agent's own API keys. `with_env_passthrough` keeps
+//! named ones, `with_full_env` keeps all.
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,6 +45,26 @@ pub const DEFAULT_DENY_PATTERNS: &[&str] = &[
 /// Asked before each command; `false` refuses it (REQ-097).
 pub type ConfirmFn = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// The variable every process of a call inherits, with the call's own random value.
+const CALL_COOKIE: &str = "SINEW_BASH_CALL";
+
+/// How long the pipes are still read after the command ended (or was killed): what a process
+/// that escaped the kill still holds open is not waited for.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
+/// Whether an environment variable's name says it holds a secret: one of its `_`-separated
+/// words is `KEY`, `APIKEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `CREDENTIAL(S)` or `PAT`
+/// (case-insensitive). `ANTHROPIC_API_KEY`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+/// `PGPASSWORD` (a word ending in `PASSWORD`) and `GOOGLE_APPLICATION_CREDENTIALS` are; `PATH`,
+/// `HOME` and `SSH_AUTH_SOCK` are not.
+pub fn is_secret_env_var(name: &str) -> bool {
+    const WORDS: &[&str] = &["KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "CREDENTIAL", "CREDENTIALS", "PAT"];
+    let upper = name.to_ascii_uppercase();
+    upper.split(['_', '-', '.']).any(|word| {
+        WORDS.contains(&word) || word.ends_with("PASSWORD") || word.ends_with("PASSWD") || word.ends_with("TOKEN")
+    })
+}
+
 /// Runs shell commands with `bash -c`.
 #[derive(Clone)]
 pub struct BashTool {
@@ -41,6 +74,17 @@ pub struct BashTool {
     deny_patterns: Vec<String>,
     confirm: Option<ConfirmFn>,
     approval: bool,
+    env: EnvPolicy,
+}
+
+/// Which of the agent's environment variables a command sees.
+#[derive(Clone, Debug)]
+enum EnvPolicy {
+    /// All but the secret-looking ones, plus these names.
+    WithoutSecrets {
+        passthrough: Vec<String>,
+    },
+    All,
 }
 
 impl std::fmt::Debug for BashTool {
@@ -51,6 +95,7 @@ impl std::fmt::Debug for BashTool {
             .field("max_output_bytes", &self.max_output_bytes)
             .field("deny_patterns", &self.deny_patterns)
             .field("confirm", &self.confirm.is_some())
+            .field("env", &self.env)
             .finish()
     }
 }
@@ -66,7 +111,27 @@ impl BashTool {
             deny_patterns: DEFAULT_DENY_PATTERNS.iter().map(|p| (*p).to_owned()).collect(),
             confirm: None,
             approval: false,
+            env: EnvPolicy::WithoutSecrets { passthrough: Vec::new() },
         }
+    }
+
+    /// Lets commands see these variables even though their names look secret (a `GITHUB_TOKEN`
+    /// for `gh`, say).
+    #[must_use]
+    pub fn with_env_passthrough(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let names = names.into_iter().map(Into::into);
+        match &mut self.env {
+            EnvPolicy::WithoutSecrets { passthrough } => passthrough.extend(names),
+            EnvPolicy::All => {}
+        }
+        self
+    }
+
+    /// Lets commands see the whole environment, secrets included.
+    #[must_use]
+    pub fn with_full_env(mut self) -> Self {
+        self.env = EnvPolicy::All;
+        self
     }
 
     #[must_use]
@@ -102,23 +167,42 @@ impl BashTool {
     }
 }
 
-/// Reads a pipe to its end, keeping the first `max` bytes; says whether it dropped any. Each
-/// chunk kept is also handed to `live`, as it arrives.
-async fn drain(mut pipe: impl AsyncRead + Unpin, max: usize, live: Option<ToolUpdateFn>) -> (Vec<u8>, bool) {
-    let (mut kept, mut buffer, mut truncated) = (Vec::new(), vec![0u8; 16 * 1024], false);
+/// What was read of one pipe: the first `max` bytes, and whether any were dropped.
+#[derive(Default)]
+struct Captured {
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+/// Reads a pipe to its end into `captured`, keeping the first `max` bytes. Each chunk kept is
+/// also handed to `live`, as it arrives. What was read is in `captured` even if this is dropped
+/// before the end.
+async fn drain(
+    mut pipe: impl AsyncRead + Unpin,
+    max: usize,
+    live: Option<ToolUpdateFn>,
+    captured: Arc<Mutex<Captured>>,
+) {
+    let mut buffer = vec![0u8; 16 * 1024];
     loop {
         match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => return (kept, truncated),
+            Ok(0) | Err(_) => return,
             Ok(n) => {
-                let room = max.saturating_sub(kept.len());
+                let mut captured = captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let room = max.saturating_sub(captured.kept.len());
                 if let Some(live) = live.as_ref().filter(|_| room > 0) {
                     live(ToolResult::text(String::from_utf8_lossy(&buffer[..n.min(room)]).into_owned()));
                 }
-                kept.extend_from_slice(&buffer[..n.min(room)]);
-                truncated |= n > room;
+                captured.kept.extend_from_slice(&buffer[..n.min(room)]);
+                captured.truncated |= n > room;
             }
         }
     }
+}
+
+/// The captured bytes of a pipe, taken out.
+fn take(captured: &Mutex<Captured>) -> Captured {
+    std::mem::take(&mut *captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
 }
 
 fn render(bytes: &[u8], truncated: bool) -> String {
@@ -139,13 +223,68 @@ fn kill_group(pid: Option<u32>) {
     let _ = pid;
 }
 
-/// Kills the group when dropped: also when the call itself is dropped mid-run.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        kill_group(self.0);
+/// Kills every process whose environment carries `cookie` (`SINEW_BASH_CALL=<cookie>`), again
+/// until none is left (a process may fork while it is being looked for), at most 20 rounds.
+/// Linux: reads `/proc/<pid>/environ`; elsewhere it does nothing (the process group kill
+/// remains).
+fn kill_cookie_holders(cookie: &str) {
+    #[cfg(target_os = "linux")]
+    {
+        let needle = format!("{CALL_COOKIE}={cookie}");
+        let own = std::process::id();
+        for _ in 0..20 {
+            let Ok(entries) = std::fs::read_dir("/proc") else { return };
+            let mut found = false;
+            for entry in entries.flatten() {
+                let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+                if u32::try_from(pid).is_ok_and(|p| p == own) {
+                    continue;
+                }
+                let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+                if environ.split(|b| *b == 0).any(|var| var == needle.as_bytes()) {
+                    found = true;
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+            if !found {
+                return;
+            }
+        }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cookie;
+}
+
+/// Kills the group and the cookie's holders when dropped: also when the call itself is dropped
+/// mid-run.
+struct CallGuard {
+    pid: Option<u32>,
+    cookie: String,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        kill_group(self.pid);
+        // Blocking work in a destructor: it reads /proc for a few milliseconds; a dropped call
+        // has no runtime to hand it to.
+        kill_cookie_holders(&self.cookie);
+    }
+}
+
+/// The environment a command gets under `policy`, from the agent's `vars`.
+fn command_env(
+    policy: &EnvPolicy,
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    vars.filter(|(name, _)| match policy {
+        EnvPolicy::All => true,
+        EnvPolicy::WithoutSecrets { passthrough } => {
+            let name = name.to_string_lossy();
+            !is_secret_env_var(&name) || passthrough.iter().any(|p| *p == name)
+        }
+    })
+    .filter(|(name, _)| name != CALL_COOKIE)
+    .collect()
 }
 
 enum Ending {
@@ -188,10 +327,14 @@ impl AgentTool for BashTool {
             return Err(ToolError::Failed("Command was not confirmed by the user.".into()));
         }
         ctx.check_cancelled()?;
+        let cookie = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
         let mut process = tokio::process::Command::new("bash");
         process
             .arg("-c")
             .arg(command)
+            .env_clear()
+            .envs(command_env(&self.env, std::env::vars_os()))
+            .env(CALL_COOKIE, &cookie)
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -201,9 +344,8 @@ impl AgentTool for BashTool {
         process.process_group(0);
         let mut child = process.spawn().map_err(|e| ToolError::Failed(format!("cannot run bash: {e}")))?;
         let pid = child.id();
-        let _guard = GroupGuard(pid);
+        let guard = CallGuard { pid, cookie };
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            kill_group(pid);
             return Err(ToolError::Failed("bash started without its pipes".into()));
         };
         ctx.progress(&format!("$ {command}"));
@@ -211,8 +353,12 @@ impl AgentTool for BashTool {
         // also streamed to the host as updates, each carrying what arrived since the last.
         let max = self.max_output_bytes;
         let live = ctx.on_update.clone();
-        let readers =
-            tokio::spawn(async move { tokio::join!(drain(stdout, max, live.clone()), drain(stderr, max, live)) });
+        let (out, err) = (Arc::new(Mutex::new(Captured::default())), Arc::new(Mutex::new(Captured::default())));
+        let mut readers = tokio::spawn({
+            let (out, err) = (Arc::clone(&out), Arc::clone(&err));
+            async move { tokio::join!(drain(stdout, max, live.clone(), out), drain(stderr, max, live, err)) }
+        });
+        let deadline = tokio::time::Instant::now() + self.timeout;
         let ending = tokio::select! {
             status = child.wait() => match status {
                 Ok(status) => Ending::Exited(status),
@@ -221,15 +367,26 @@ impl AgentTool for BashTool {
                     return Err(ToolError::Failed(format!("waiting for bash failed: {e}")));
                 }
             },
-            () = tokio::time::sleep(self.timeout) => Ending::TimedOut,
+            () = tokio::time::sleep_until(deadline) => Ending::TimedOut,
             () = ctx.cancel.cancelled() => Ending::Cancelled,
         };
-        // Whatever ended it, nothing the command started outlives it (background jobs included),
-        // and its pipes close so the readers finish.
+        // Whatever ended it, nothing the command started outlives it (background jobs, and
+        // what left the group), and its pipes close so the readers finish.
         kill_group(pid);
         let _ = child.wait().await;
-        let ((out, out_cut), (err, err_cut)) =
-            readers.await.map_err(|e| ToolError::Failed(format!("reading the output failed: {e}")))?;
+        let cookie = guard.cookie.clone();
+        let _ = tokio::task::spawn_blocking(move || kill_cookie_holders(&cookie)).await;
+        // Read what is still in the pipes, but never wait on them past the deadline and a
+        // short grace: a process that escaped still holds them open.
+        let incomplete = tokio::select! {
+            _ = &mut readers => false,
+            () = tokio::time::sleep(PIPE_GRACE) => {
+                readers.abort();
+                true
+            }
+        };
+        let (out, err) = (take(&out), take(&err));
+        let (out, out_cut, err, err_cut) = (out.kept, out.truncated || incomplete, err.kept, err.truncated);
         let status = match ending {
             Ending::Exited(status) => status,
             Ending::TimedOut => {
@@ -244,5 +401,30 @@ impl AgentTool for BashTool {
             format!("Exit code: {code}\nSTDOUT:\n{}\nSTDERR:\n{}", render(&out, out_cut), render(&err, err_cut))
         };
         Ok(ToolResult::text(text).with_details(json!({"exit_code": code, "success": status.success()})))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    fn env_of(tool: &BashTool) -> Vec<String> {
+        let vars = ["PATH", "HOME", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", CALL_COOKIE]
+            .into_iter()
+            .map(|name| (OsString::from(name), OsString::from("value")));
+        command_env(&tool.env, vars).into_iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn secrets_are_kept_from_commands_unless_passed_through() {
+        let tool = BashTool::new(".");
+        assert_eq!(env_of(&tool), ["PATH", "HOME"], "no secret, and no inherited cookie");
+        assert_eq!(env_of(&tool.clone().with_env_passthrough(["GITHUB_TOKEN"])), ["PATH", "HOME", "GITHUB_TOKEN"]);
+        assert_eq!(
+            env_of(&tool.with_full_env()),
+            ["PATH", "HOME", "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"]
+        );
     }
 }

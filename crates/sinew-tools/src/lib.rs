@@ -7,8 +7,10 @@
 //! Today: [`ReadFileTool`] (line-numbered text, windows with `offset`/`limit`, images, size limits,
 //! binary files detected) and [`WriteFileTool`] (atomic: a temporary file renamed over the
 //! target, which keeps its mode) and [`EditFileTool`] (one exact match, CRLF kept, a unified diff
-//! in `details`), and [`BashTool`] (its own process group, killed whole on timeout, cancellation
-//! or completion; both pipes read at once; deny patterns; output bounded), [`ListFilesTool`] and
+//! in `details`), and [`BashTool`] (its own process group, and every process carrying the
+//! call's cookie, killed on timeout, cancellation or completion; both pipes read at once, never
+//! waited on past the end; the agent's secrets kept out of the environment; deny patterns;
+//! output bounded), [`ListFilesTool`] and
 //! [`SearchTool`] (ripgrep's own crates in-process: `.gitignore` honoured, no `find`, `rg` or
 //! `grep` binary needed).
 //!
@@ -58,7 +60,7 @@ pub fn default_tools(workspace: &Workspace) -> Vec<Arc<dyn AgentTool>> {
     ]
 }
 
-pub use bash::{BashTool, ConfirmFn, DEFAULT_DENY_PATTERNS};
+pub use bash::{BashTool, ConfirmFn, DEFAULT_DENY_PATTERNS, is_secret_env_var};
 pub use edit::EditFileTool;
 pub use list::ListFilesTool;
 pub use read::{DEFAULT_LINE_LIMIT, MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool};

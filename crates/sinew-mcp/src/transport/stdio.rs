@@ -1,8 +1,15 @@
 //! The stdio transport: a subprocess, one JSON-RPC message per line each way.
 //!
 //! The server's stderr is drained to `tracing` (target `sinew_mcp::server`) and its last lines are
-//! kept to explain an exit. Closing sends EOF on stdin, then SIGTERM to the server's process group
-//! after a grace period, then SIGKILL (REQ-134).
+//! kept to explain an exit; it is read to its end whatever it holds (long lines are cut, bytes
+//! that are not UTF-8 replaced), so the server never blocks on it or dies of a closed pipe.
+//! Closing sends EOF on stdin, then SIGTERM to the server's process group after a grace period,
+//! then SIGKILL (REQ-134).
+//!
+//! The server does not inherit the client's whole environment, API keys included: as the
+//! official MCP SDKs do, it gets `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM` and `USER`
+//! ([`DEFAULT_INHERITED_ENV`]), the variables named with [`StdioCommand::inherit`], and
+//! [`StdioCommand::env`].
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -24,15 +31,39 @@ use crate::jsonrpc::{excerpt_bytes, parse_frame};
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Stderr lines kept to explain an exit.
 const STDERR_TAIL: usize = 20;
+/// The longest stderr line kept (the rest of it is read and dropped).
+const STDERR_LINE: usize = 4 * 1024;
+
+/// What a stdio server inherits of the client's environment by default: the official MCP SDKs'
+/// list (`DEFAULT_INHERITED_ENV_VARS` of the TypeScript SDK, `get_default_environment` of the
+/// Python one) on Unix.
+pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// How to start a stdio server.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct StdioCommand {
     pub program: String,
     pub args: Vec<String>,
-    /// Variables set on top of the inherited environment.
+    /// Variables set for the server, on top of what it inherits.
     pub env: HashMap<String, String>,
+    /// More of the client's variables the server inherits, besides [`DEFAULT_INHERITED_ENV`].
+    pub inherit: Vec<String>,
     pub cwd: Option<PathBuf>,
+}
+
+/// Values of `env` are not shown: they are often credentials.
+impl std::fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut env: Vec<&str> = self.env.keys().map(String::as_str).collect();
+        env.sort_unstable();
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("inherit", &self.inherit)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 impl StdioCommand {
@@ -54,6 +85,26 @@ impl StdioCommand {
     pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(name.into(), value.into());
         self
+    }
+
+    /// Lets the server inherit the client's variable `name` (when set).
+    #[must_use]
+    pub fn inherit(mut self, name: impl Into<String>) -> Self {
+        self.inherit.push(name.into());
+        self
+    }
+
+    /// The environment the server starts with, from the client's `vars`.
+    fn environment(
+        &self,
+        vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let inherited = vars.filter(|(name, _)| {
+            let name = name.to_string_lossy();
+            DEFAULT_INHERITED_ENV.contains(&name.as_ref()) || self.inherit.iter().any(|n| *n == name)
+        });
+        let set = self.env.iter().map(|(k, v)| (k.into(), v.into()));
+        inherited.chain(set).collect()
     }
 
     #[must_use]
@@ -81,7 +132,8 @@ impl StdioTransport {
     pub(crate) fn spawn(command: &StdioCommand, max_message_bytes: usize, inbox: Inbox) -> Result<Self, McpError> {
         let mut cmd = Command::new(&command.program);
         cmd.args(&command.args)
-            .envs(&command.env)
+            .env_clear()
+            .envs(command.environment(std::env::vars_os()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -231,16 +283,48 @@ fn stderr_text(tail: &StdMutex<VecDeque<String>>) -> String {
     if lines.is_empty() { String::new() } else { format!("; its stderr ended with:\n{lines}") }
 }
 
+/// Reads the server's stderr to its end: each line (cut at [`STDERR_LINE`] bytes, not UTF-8
+/// replaced) goes to `tracing` and the tail.
 async fn drain_stderr(stderr: impl AsyncRead + Unpin, tail: Arc<StdMutex<VecDeque<String>>>) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(target: "sinew_mcp::server", "{line}");
-        if let Ok(mut tail) = tail.lock() {
-            if tail.len() == STDERR_TAIL {
-                tail.pop_front();
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut cut = false;
+    loop {
+        let Ok(buffer) = reader.fill_buf().await else { return };
+        if buffer.is_empty() {
+            if !line.is_empty() {
+                stderr_line(&tail, &line, cut);
             }
-            tail.push_back(line);
+            return;
         }
+        let (piece, complete) = match memchr::memchr(b'\n', buffer) {
+            Some(at) => (&buffer[..at], true),
+            None => (buffer, false),
+        };
+        let room = STDERR_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&piece[..piece.len().min(room)]);
+        cut |= piece.len() > room;
+        let used = piece.len() + usize::from(complete);
+        reader.consume(used);
+        if complete {
+            stderr_line(&tail, &line, cut);
+            line.clear();
+            cut = false;
+        }
+    }
+}
+
+fn stderr_line(tail: &StdMutex<VecDeque<String>>, line: &[u8], cut: bool) {
+    let mut text = String::from_utf8_lossy(trim_line(line)).into_owned();
+    if cut {
+        text.push_str(" …");
+    }
+    tracing::debug!(target: "sinew_mcp::server", "{text}");
+    if let Ok(mut tail) = tail.lock() {
+        if tail.len() == STDERR_TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(text);
     }
 }
 
