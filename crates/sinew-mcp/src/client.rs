@@ -1022,6 +1022,17 @@ fn supported_versions(error: &McpError) -> Vec<String> {
     }
 }
 
+/// Sends the answer to the server's request `id`.
+async fn reply_to_server(client: McpClient, id: &RequestId, method: &str, answer: Result<Value, RpcError>) {
+    let lifecycle = client.lifecycle();
+    let mut message = Outgoing::plain(jsonrpc::response(id, answer));
+    message.protocol_version = Some(lifecycle.version);
+    message.stateless = lifecycle.stateless;
+    if let Err(error) = client.inner.transport.send(message).await {
+        tracing::warn!(server = %client.name(), method, %error, "cannot answer the server's request");
+    }
+}
+
 /// Routes what the transport delivers. Holds the client weakly: dropping every `McpClient`
 /// drops the transport, which ends the stream and this task.
 async fn dispatch(client: Weak<Inner>, mut inbox: mpsc::Receiver<Inbound>) {
@@ -1044,27 +1055,13 @@ async fn dispatch(client: Weak<Inner>, mut inbox: mpsc::Receiver<Inbound>) {
                         codes::INTERNAL_ERROR,
                         format!("the client answers at most {MAX_CONCURRENT_SERVER_REQUESTS} requests at once"),
                     ));
-                    let client = McpClient { inner };
-                    let lifecycle = client.lifecycle();
-                    let mut message = Outgoing::plain(jsonrpc::response(&id, refusal));
-                    message.protocol_version = Some(lifecycle.version);
-                    message.stateless = lifecycle.stateless;
-                    if let Err(error) = client.inner.transport.send(message).await {
-                        tracing::warn!(server = %client.name(), method, %error, "cannot answer the server's request");
-                    }
+                    reply_to_server(McpClient { inner }, &id, &method, refusal).await;
                     continue;
                 };
                 tokio::spawn(async move {
                     let _slot = slot;
                     let answer = inner.answer(&method, params).await;
-                    let client = McpClient { inner };
-                    let lifecycle = client.lifecycle();
-                    let mut message = Outgoing::plain(jsonrpc::response(&id, answer));
-                    message.protocol_version = Some(lifecycle.version);
-                    message.stateless = lifecycle.stateless;
-                    if let Err(error) = client.inner.transport.send(message).await {
-                        tracing::warn!(server = %client.name(), method, %error, "cannot answer the server's request");
-                    }
+                    reply_to_server(McpClient { inner }, &id, &method, answer).await;
                 });
             }
             Inbound::Message(Message::Notification { method, params }) => inner.on_notification(&method, &params),
