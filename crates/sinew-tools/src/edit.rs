@@ -10,8 +10,9 @@ use crate::workspace::Workspace;
 /// Lines of context around a change in the reported diff.
 const CONTEXT: usize = 3;
 
-/// Edits files inside a [`Workspace`]: `old_text` must occur exactly once. Files with CRLF line
-/// endings are matched and written back with CRLF, whatever the model sends.
+/// Edits files inside a [`Workspace`]: `old_text` must occur exactly once. Line endings are the
+/// file's, whatever the model sends: every line keeps its own (CRLF, LF, or a mix of both), and
+/// lines the edit adds take the ending of the line they replace.
 #[derive(Clone, Debug)]
 pub struct EditFileTool {
     workspace: Workspace,
@@ -66,7 +67,7 @@ impl AgentTool for EditFileTool {
         if old_text.is_empty() {
             return Err(ToolError::InvalidArgs("`old_text` must not be empty".into()));
         }
-        let path = self.workspace.resolve(path_arg)?;
+        let path = self.workspace.resolve_async(path_arg).await?;
         ctx.check_cancelled()?;
         let bytes =
             tokio::fs::read(&path).await.map_err(|e| ToolError::Failed(format!("cannot read {path_arg}: {e}")))?;
@@ -76,22 +77,35 @@ impl AgentTool for EditFileTool {
         let original = String::from_utf8(bytes).map_err(|_| {
             ToolError::Failed(format!("{path_arg} is not UTF-8 text; edit_file changes text files only"))
         })?;
-        let crlf = original.contains("\r\n");
-        // Matched and replaced with LF line endings; CRLF files get theirs back when written.
-        let content = if crlf { original.replace("\r\n", "\n") } else { original.clone() };
+        // Matched and replaced with LF line endings; each line gets its own back when written.
+        let endings = crlf_endings(&original);
+        let content = if endings.contains(&true) { original.replace("\r\n", "\n") } else { original };
         let (old, new) = (old_text.replace("\r\n", "\n"), new_text.replace("\r\n", "\n"));
-        match content.matches(old.as_str()).count() {
-            0 => return Err(ToolError::Failed(not_found(path_arg, &content, &old))),
-            1 => {}
-            n => {
-                return Err(ToolError::Failed(format!(
-                    "old_text matches {n} locations in {path_arg}. Include more context to make it unique."
-                )));
-            }
+        let mut matches = content.match_indices(old.as_str());
+        let Some((at, _)) = matches.next() else {
+            // The closest-line search is CPU work on a file of any size: off the runtime.
+            let (path_arg, old) = (path_arg.to_owned(), old.clone());
+            let message = tokio::task::spawn_blocking(move || not_found(&path_arg, &content, &old))
+                .await
+                .map_err(|e| ToolError::Failed(format!("searching for old_text failed: {e}")))?;
+            return Err(ToolError::Failed(message));
+        };
+        let more = matches.count();
+        if more > 0 {
+            return Err(ToolError::Failed(format!(
+                "old_text matches {} locations in {path_arg}. Include more context to make it unique.",
+                more + 1
+            )));
         }
         let edited = content.replacen(old.as_str(), &new, 1);
         let diff = unified_diff(path_arg, &content, &edited);
-        let output = if crlf { edited.replace('\n', "\r\n") } else { edited };
+        let output = if endings.contains(&true) {
+            let start_line = content[..at].matches('\n').count();
+            let endings = edited_endings(&endings, start_line, old.matches('\n').count(), new.matches('\n').count());
+            with_endings(&edited, &endings)
+        } else {
+            edited
+        };
         ctx.check_cancelled()?;
         atomic_write(&path, output.as_bytes()).await?;
         let details = json!({
@@ -102,6 +116,34 @@ impl AgentTool for EditFileTool {
         });
         Ok(ToolResult::text(format!("Edited {path_arg}\n{diff}")).with_details(details))
     }
+}
+
+/// For each `\n` of `text`, in order, whether it ends a CRLF.
+fn crlf_endings(text: &str) -> Vec<bool> {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\n', bytes).map(|at| at > 0 && bytes[at - 1] == b'\r').collect()
+}
+
+/// The endings after replacing, from line `start`, `old_lines` line breaks with `new_lines`: the
+/// lines before and after keep theirs, the new ones take the ending of the line they replace.
+fn edited_endings(endings: &[bool], start: usize, old_lines: usize, new_lines: usize) -> Vec<bool> {
+    let crlf_lines = endings.iter().filter(|e| **e).count();
+    let fill = endings.get(start).copied().unwrap_or(2 * crlf_lines >= endings.len());
+    let after = endings.get(start + old_lines..).unwrap_or_default();
+    let before = &endings[..start.min(endings.len())];
+    before.iter().copied().chain(std::iter::repeat_n(fill, new_lines)).chain(after.iter().copied()).collect()
+}
+
+/// `text` (LF line breaks) with each break written as `endings` says (CRLF for `true`).
+fn with_endings(text: &str, endings: &[bool]) -> String {
+    let mut out = String::with_capacity(text.len() + endings.len());
+    for (i, piece) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push_str(if endings.get(i - 1).copied().unwrap_or(false) { "\r\n" } else { "\n" });
+        }
+        out.push_str(piece);
+    }
+    out
 }
 
 /// The error for an `old_text` that is not in the file, with the closest line as a hint.

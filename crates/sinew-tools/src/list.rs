@@ -60,7 +60,7 @@ impl AgentTool for ListFilesTool {
 
     async fn execute(&self, params: Value, ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let path_arg = params["path"].as_str().unwrap_or(".");
-        let root = self.workspace.resolve(path_arg)?;
+        let root = self.workspace.resolve_async(path_arg).await?;
         if !root.is_dir() {
             return Err(ToolError::Failed(format!("{path_arg} is not a directory")));
         }

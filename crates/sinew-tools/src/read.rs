@@ -18,6 +18,9 @@ pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 pub const DEFAULT_LINE_LIMIT: usize = 2000;
 /// Longer lines are cut, with a marker.
 pub const MAX_LINE_CHARS: usize = 2000;
+/// What one line may hold in memory while it is read: enough for [`MAX_LINE_CHARS`] characters
+/// of any width; the rest of a longer line is read and dropped.
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 
 /// Reads files inside a [`Workspace`].
 #[derive(Clone, Debug)]
@@ -73,7 +76,7 @@ impl AgentTool for ReadFileTool {
             params["path"].as_str().ok_or_else(|| ToolError::InvalidArgs("`path` must be a string".into()))?;
         let offset = params["offset"].as_u64().map(|n| n.max(1) as usize);
         let limit = params["limit"].as_u64().map(|n| n.max(1) as usize);
-        let path = self.workspace.resolve(path_arg)?;
+        let path = self.workspace.resolve_async(path_arg).await?;
         ctx.check_cancelled()?;
         let metadata = tokio::fs::metadata(&path).await.map_err(|e| failed(path_arg, &e))?;
         if metadata.is_dir() {
@@ -114,18 +117,23 @@ impl AgentTool for ReadFileTool {
         let wanted = limit.unwrap_or(DEFAULT_LINE_LIMIT);
         let mut out = String::new();
         let (mut number, mut shown, mut line) = (0usize, 0usize, Vec::new());
+        // However many lines are asked for, no more than a whole small file's worth comes back.
+        let mut full = false;
         loop {
             line.clear();
-            let read = reader.read_until(b'\n', &mut line).await.map_err(|e| failed(path_arg, &e))?;
-            if read == 0 {
+            if !read_line_bounded(&mut reader, &mut line).await.map_err(|e| failed(path_arg, &e))? {
                 break;
             }
             number += 1;
             if number < first {
                 continue;
             }
-            if shown == wanted {
+            if shown == wanted || full {
                 // Count the rest without keeping it.
+                continue;
+            }
+            if out.len() as u64 >= MAX_TEXT_BYTES {
+                full = true;
                 continue;
             }
             let text = String::from_utf8_lossy(&line);
@@ -154,5 +162,32 @@ impl AgentTool for ReadFileTool {
             ));
         }
         Ok(ToolResult { content: vec![Content::text(text)], details, child_loop_id: None })
+    }
+}
+
+/// Reads one line into `line`, keeping at most [`MAX_LINE_BYTES`] of it (the rest is read and
+/// dropped; what is kept ends with the `\n` if the line was whole). `false` at the end of the file.
+async fn read_line_bounded(
+    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    let mut read_any = false;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(read_any);
+        }
+        read_any = true;
+        let (piece, complete) = match memchr::memchr(b'\n', buffer) {
+            Some(at) => (&buffer[..=at], true),
+            None => (buffer, false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&piece[..piece.len().min(room)]);
+        let used = piece.len();
+        reader.consume(used);
+        if complete {
+            return Ok(true);
+        }
     }
 }

@@ -65,7 +65,7 @@ impl AgentTool for SearchTool {
         let pattern =
             params["pattern"].as_str().ok_or_else(|| ToolError::InvalidArgs("`pattern` must be a string".into()))?;
         let path_arg = params["path"].as_str().unwrap_or(".");
-        let root = self.workspace.resolve(path_arg)?;
+        let root = self.workspace.resolve_async(path_arg).await?;
         let include = params["include"].as_str().map(NameFilter::new).transpose()?;
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(params["case_sensitive"] == false)

@@ -39,6 +39,19 @@ impl Workspace {
         self.confined
     }
 
+    /// [`Workspace::resolve`] on tokio's blocking pool: checking symbolic links is file-system
+    /// work, which the tools keep off the async runtime.
+    pub async fn resolve_async(&self, path: &str) -> Result<PathBuf, ToolError> {
+        if !self.confined {
+            // Lexical only: no file-system call to move off the runtime.
+            return self.resolve(path);
+        }
+        let (workspace, path) = (self.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || workspace.resolve(&path))
+            .await
+            .map_err(|e| ToolError::Failed(format!("resolving the path failed: {e}")))?
+    }
+
     /// The absolute path `path` names, or why it may not be used.
     pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
         if path.trim().is_empty() {

@@ -57,7 +57,7 @@ impl AgentTool for WriteFileTool {
             params["path"].as_str().ok_or_else(|| ToolError::InvalidArgs("`path` must be a string".into()))?;
         let content =
             params["content"].as_str().ok_or_else(|| ToolError::InvalidArgs("`content` must be a string".into()))?;
-        let path = self.workspace.resolve(path_arg)?;
+        let path = self.workspace.resolve_async(path_arg).await?;
         if path.is_dir() {
             return Err(ToolError::Failed(format!("{path_arg} is a directory")));
         }

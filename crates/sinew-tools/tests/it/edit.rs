@@ -35,6 +35,27 @@ async fn crlf_files_stay_crlf_whatever_the_model_sends() {
 }
 
 #[tokio::test]
+async fn mixed_line_endings_stay_as_they_were_line_by_line() {
+    let check = |file: &'static [u8], old: &'static str, new: &'static str, expected: &'static [u8]| async move {
+        let (dir, tool) = setup(file);
+        tool.execute(json!({"path": "f.rs", "old_text": old, "new_text": new}), ctx()).await.unwrap();
+        assert_eq!(
+            String::from_utf8(std::fs::read(dir.path().join("f.rs")).unwrap()).unwrap(),
+            String::from_utf8(expected.to_vec()).unwrap(),
+            "{old:?} -> {new:?}"
+        );
+    };
+    // Same number of lines: each keeps its ending.
+    check(b"a\r\nb\nc\r\nd\n", "b\nc", "B\nC", b"a\r\nB\nC\r\nd\n").await;
+    // A line added takes the ending of the line it replaces; the lines after keep theirs.
+    check(b"a\nb\r\nc\nd\r\n", "b", "b1\nb2", b"a\nb1\r\nb2\r\nc\nd\r\n").await;
+    // Lines removed: the rest keep theirs.
+    check(b"a\r\nb\nc\r\nd\n", "b\nc\r\n", "", b"a\r\nd\n").await;
+    // No final line break, and text the model sends with CRLF.
+    check(b"a\nb\r\nc", "b\r\nc", "x\r\ny\r\nz", b"a\nx\r\ny\r\nz").await;
+}
+
+#[tokio::test]
 async fn missing_and_ambiguous_text_are_explained() {
     let (dir, tool) = setup(b"let total = 1;\nlet total = 1;\nfn compute_sum() {}\n");
     let error =

@@ -1,6 +1,6 @@
 use serde_json::json;
 use sinew_core::{AgentTool, CancellationToken, Content, ToolContext, ToolError};
-use sinew_tools::{MAX_TEXT_BYTES, ReadFileTool, Workspace};
+use sinew_tools::{MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool, Workspace};
 
 use crate::ctx;
 
@@ -50,6 +50,34 @@ async fn large_files_need_a_window_and_binary_files_are_refused() {
     std::fs::write(dir.path().join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).unwrap();
     let error = tool.execute(json!({"path": "blob.bin"}), ctx()).await.unwrap_err();
     assert!(matches!(&error, ToolError::Failed(m) if m.contains("binary file")), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_window_is_bounded_however_large_the_lines_or_the_limit() {
+    let (dir, tool) = setup();
+    // A window as large as the whole file still returns at most MAX_TEXT_BYTES of text.
+    let big = "y".repeat(1000) + "\n";
+    let lines = 3 * MAX_TEXT_BYTES as usize / big.len();
+    std::fs::write(dir.path().join("big.log"), big.repeat(lines)).unwrap();
+    let window =
+        text(&tool.execute(json!({"path": "big.log", "offset": 1, "limit": 1_000_000_000u64}), ctx()).await.unwrap());
+    assert!(window.len() < MAX_TEXT_BYTES as usize + 4096, "{} bytes", window.len());
+    let shown = window.lines().filter(|l| l.contains("\tyyy")).count();
+    assert!(
+        window.contains(&format!("more lines: use offset={} to continue", shown + 1)),
+        "{}",
+        &window[window.len() - 200..]
+    );
+
+    // One 20 MB line: cut, and the line after it still found.
+    let mut file = "z".repeat(20 * 1024 * 1024);
+    file.push_str("\nsecond line\n");
+    std::fs::write(dir.path().join("one-line.txt"), file).unwrap();
+    let window = text(&tool.execute(json!({"path": "one-line.txt", "offset": 1, "limit": 2}), ctx()).await.unwrap());
+    assert!(window.starts_with("one-line.txt (lines 1-2 of 2)"), "{}", &window[..100]);
+    assert!(window.contains(&format!("     1\t{} [line truncated]", "z".repeat(MAX_LINE_CHARS))));
+    assert!(window.contains("     2\tsecond line"));
+    assert!(window.len() < 3 * MAX_LINE_CHARS, "{} bytes", window.len());
 }
 
 #[tokio::test]
