@@ -142,6 +142,8 @@ impl Drop for RunningGuard {
 /// ```
 pub struct Agent {
     config: AgentLoopConfig,
+    /// The context budget was set by the caller; otherwise it follows the model's window.
+    context_config_set: bool,
     context: AgentContext,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
@@ -162,8 +164,9 @@ impl Agent {
 
     /// Like [`Agent::new`] with a shared provider.
     pub fn with_provider_arc(provider: Arc<dyn StreamProvider>, model: impl Into<String>) -> Self {
-        Agent {
+        let mut agent = Agent {
             config: AgentLoopConfig::new(provider, model),
+            context_config_set: false,
             context: AgentContext { agent_id: Some(new_id()), session_id: Some(new_id()), ..AgentContext::default() },
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
@@ -172,6 +175,24 @@ impl Agent {
             last_loop_id: None,
             suspension: None,
             last_active_at: None,
+        };
+        agent.fit_context_budget();
+        agent
+    }
+
+    /// The default context budget follows the model: its window, as the provider knows it (the
+    /// facade's registry from its model catalog), less room for the answer (`max_tokens`, else
+    /// an eighth of the window). Nothing changes when the caller set a budget, or the window is
+    /// unknown.
+    fn fit_context_budget(&mut self) {
+        if self.context_config_set {
+            return;
+        }
+        let Some(window) = self.config.provider.context_window(&self.config.model) else { return };
+        let window = usize::try_from(window).unwrap_or(usize::MAX);
+        let answer = self.config.max_tokens.map_or(window / 8, |t| t as usize);
+        if let Some(context) = &mut self.config.context_config {
+            context.max_context_tokens = window.saturating_sub(answer).max(context.system_prompt_tokens);
         }
     }
 
@@ -200,6 +221,7 @@ impl Agent {
     #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.config.model = model.into();
+        self.fit_context_budget();
         self
     }
 
@@ -214,12 +236,14 @@ impl Agent {
     #[must_use]
     pub fn with_provider(mut self, provider: impl StreamProvider + 'static) -> Self {
         self.config.provider = Arc::new(provider);
+        self.fit_context_budget();
         self
     }
 
     #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.config.max_tokens = Some(max_tokens);
+        self.fit_context_budget();
         self
     }
 
@@ -235,13 +259,12 @@ impl Agent {
         self
     }
 
-    /// Adds tools (a tool with the name of an existing one replaces it).
+    /// Adds tools. Names must follow the providers' rule and be unique
+    /// ([`sinew_core::check_tool_names`]): a run with two tools of one name, or a name a provider
+    /// would refuse, fails before its first model call, saying which.
     #[must_use]
     pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn AgentTool>>) -> Self {
-        for tool in tools {
-            self.context.tools.retain(|t| t.name() != tool.name());
-            self.context.tools.push(tool);
-        }
+        self.context.tools.extend(tools);
         self
     }
 
@@ -255,6 +278,7 @@ impl Agent {
     #[must_use]
     pub fn with_context_config(mut self, config: Option<ContextConfig>) -> Self {
         self.config.context_config = config;
+        self.context_config_set = true;
         self
     }
 
@@ -369,6 +393,7 @@ impl Agent {
     /// Switches models between runs; the history is kept.
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
+        self.fit_context_budget();
     }
 
     pub fn messages(&self) -> &[AgentMessage] {
@@ -703,6 +728,7 @@ impl fmt::Debug for Agent {
 ///
 /// The run makes progress only while polled. Dropping it before the end stops the run; the
 /// agent's history stays valid (a turn whose tools had not all finished is not recorded).
+#[must_use = "a run makes progress only while it is polled: await `finish()`, `collect()`, or read it as a stream"]
 pub struct AgentRun<'a> {
     future: Option<BoxFuture<'a, LoopOutcome>>,
     queue: Arc<EventQueue>,

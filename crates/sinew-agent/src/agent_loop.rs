@@ -180,6 +180,12 @@ pub(crate) async fn run(
     {
         return run.finish(EndReason::Stopped);
     }
+    // A provider would reject the request: say why before calling it.
+    if let Err(reason) = sinew_core::check_tool_names(run.tools.iter().map(|t| t.name.as_str())) {
+        tracing::error!(%reason, "the run's tools cannot be offered to a model");
+        run.error = Some(reason);
+        return run.finish(EndReason::Failed);
+    }
     run.emitter.emit(AgentEvent::AgentStart {
         agent_id: context.agent_id.as_deref().unwrap_or_default().into(),
         session_id: context.session_id.as_deref().unwrap_or_default().into(),
@@ -187,7 +193,7 @@ pub(crate) async fn run(
         parent_loop_id: context.parent_loop_id.clone(),
         continuation_kind: context.continuation_kind.clone(),
         model: config.model.clone(),
-        provider: config.provider.provider_id().to_owned(),
+        provider: config.provider.provider_id_for(&config.model).to_owned(),
         config_id: config.config_segment(),
     });
     let span = tracing::info_span!(
@@ -196,7 +202,7 @@ pub(crate) async fn run(
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.id = context.agent_id.as_deref().unwrap_or_default(),
         gen_ai.conversation.id = context.session_id.as_deref().unwrap_or_default(),
-        gen_ai.provider.name = config.provider.provider_id(),
+        gen_ai.provider.name = config.provider.provider_id_for(&config.model),
         gen_ai.request.model = %config.model,
         sinew.loop_id = %loop_id,
         gen_ai.usage.input_tokens = tracing::field::Empty,
@@ -687,7 +693,7 @@ impl Run<'_> {
         request.max_tokens = config.max_tokens;
         request.temperature = config.temperature;
         request.cache_config = config.cache_config;
-        let provider_id = config.provider.provider_id();
+        let provider_id = config.provider.provider_id_for(&config.model);
         let span = tracing::info_span!(
             "chat",
             otel.name = format!("chat {}", config.model),
@@ -732,11 +738,11 @@ impl Run<'_> {
                 let event = tokio::select! {
                     biased;
                     event = stream.next() => event,
-                    () = self.cancel.cancelled() => end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id(), request),
+                    () = self.cancel.cancelled() => end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id_for(&config.model), request),
                     () = until(self.deadline) => {
                         // The run's time is up: the call ends as an abort would.
                         call_cancel.cancel();
-                        end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id(), request)
+                        end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id_for(&config.model), request)
                     }
                 };
                 match event {
@@ -759,7 +765,7 @@ impl Run<'_> {
                     None => {
                         break Err((
                             ProviderError::Protocol("the provider stream ended without a final message".into()),
-                            AssistantMessage::new(config.provider.provider_id(), request.model),
+                            AssistantMessage::new(config.provider.provider_id_for(&config.model), request.model),
                         ));
                     }
                 }
@@ -800,7 +806,7 @@ impl Run<'_> {
 
     fn start_message(&self, started: &mut bool, request: &StreamRequest<'_>) {
         if !mem::replace(started, true) {
-            let empty = AssistantMessage::new(self.config.provider.provider_id(), request.model);
+            let empty = AssistantMessage::new(self.config.provider.provider_id_for(&self.config.model), request.model);
             self.emitter.emit(AgentEvent::MessageStart { loop_id: self.emitter.loop_id(), message: empty.into() });
         }
     }

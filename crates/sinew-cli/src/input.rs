@@ -111,10 +111,20 @@ impl Input {
     pub(crate) fn remember(&mut self, line: &str) {
         if let Input::Editor { editor, history } = self {
             let _ = editor.add_history_entry(line);
-            if let Some(path) = history
-                && let Err(error) = editor.save_history(path)
-            {
-                tracing::warn!("cannot save the history to {}: {error}", path.display());
+            if let Some(path) = history {
+                // What was typed may hold secrets: the file is its owner's alone (0600).
+                let saved = editor.save_history(path).map_err(|e| e.to_string()).and_then(|()| {
+                    #[cfg(unix)]
+                    {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(&*path, std::fs::Permissions::from_mode(0o600))
+                            .map_err(|e| e.to_string())?;
+                    }
+                    Ok(())
+                });
+                if let Err(error) = saved {
+                    tracing::warn!("cannot save the history to {}: {error}", path.display());
+                }
             }
         }
     }

@@ -58,16 +58,25 @@ impl Kind {
         }
     }
 
-    /// Whether this kind of service is where `model` lives (by the catalog, else its family).
-    fn serves(self, model: &str) -> bool {
-        const BEDROCK: &[&str] =
-            &["anthropic.", "amazon.", "meta.", "mistral.", "cohere.", "ai21.", "us.", "eu.", "apac.", "global."];
-        let openai = model.starts_with("gpt-") || ["o1", "o3", "o4"].iter().any(|p| model.starts_with(p));
+    /// The provider id of this kind of service, as the facade's routing names it.
+    fn provider_id(self) -> &'static str {
         match self {
-            Kind::Anthropic => model.starts_with("claude-"),
-            Kind::OpenAi | Kind::OpenAiResponses | Kind::Azure => openai,
-            Kind::Gemini | Kind::Vertex => model.starts_with("gemini-"),
-            Kind::Bedrock => BEDROCK.iter().any(|p| model.starts_with(p)) || model.starts_with("arn:aws:"),
+            Kind::Anthropic => "anthropic",
+            Kind::OpenAi => "openai",
+            Kind::OpenAiResponses => "openai_responses",
+            Kind::Azure => "azure_openai",
+            Kind::Gemini => "google",
+            Kind::Vertex => "google_vertex",
+            Kind::Bedrock => "bedrock",
+        }
+    }
+
+    /// Whether this kind of service is the provider `id` of the facade's routing (OpenAI's
+    /// API answers to either of its protocols).
+    fn answers_to(self, id: &str) -> bool {
+        match self {
+            Kind::OpenAi | Kind::OpenAiResponses => id == "openai" || id == "openai_responses",
+            kind => kind.provider_id() == id,
         }
     }
 }
@@ -234,7 +243,10 @@ impl Providers {
                 None => Err(UsageError(format!("unknown provider `{name}`"))),
             };
         }
-        let by_family = self.entries.iter().find(|e| !e.compatible && e.kind.serves(model));
+        // The facade's one routing rule, most fitting provider first.
+        let by_family = sinew::providers_for_model(model)
+            .into_iter()
+            .find_map(|id| self.entries.iter().find(|e| !e.compatible && e.kind.answers_to(id)));
         let compatible: Vec<_> = self.entries.iter().filter(|e| e.compatible).collect();
         let entry = match (by_family, self.entries.as_slice(), compatible.as_slice()) {
             (Some(entry), _, _) => entry,
@@ -467,6 +479,10 @@ impl StreamProvider for Named {
     fn retries_requests(&self, model: &str) -> bool {
         self.inner.retries_requests(model)
     }
+
+    fn context_window(&self, model: &str) -> Option<u64> {
+        self.inner.context_window(model)
+    }
 }
 
 #[cfg(test)]
@@ -500,6 +516,16 @@ mod tests {
         assert!(error.contains("configured: a, g") && error.contains("NAME/llama3"), "{error}");
         let one = Providers::from_entries(vec![entry("local", Kind::OpenAi, true)]);
         assert_eq!(one.qualify("anything", None).unwrap(), "local/anything");
+
+        // The facade's routing decides, most fitting provider first, whatever the order here.
+        let cloud = Providers::from_entries(vec![
+            entry("aws", Kind::Bedrock, false),
+            entry("vertex", Kind::Vertex, false),
+            entry("claude", Kind::Anthropic, false),
+        ]);
+        assert_eq!(cloud.qualify("claude-sonnet-4-5", None).unwrap(), "claude/claude-sonnet-4-5");
+        assert_eq!(cloud.qualify("gemini-2.5-pro", None).unwrap(), "vertex/gemini-2.5-pro");
+        assert_eq!(cloud.qualify("amazon.nova-pro-v1:0", None).unwrap(), "aws/amazon.nova-pro-v1:0");
     }
 
     #[test]

@@ -44,5 +44,8 @@ pub use provider::{StreamDelta, StreamEvent, StreamProvider, StreamRequest};
 pub use retry::{MAX_SERVER_DELAY, RetryConfig, delay_for_attempt};
 /// Cancellation shared by the loop, providers and tools; cancelling a token cancels its children.
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{AgentTool, ProgressFn, ToolContext, ToolDefinition, ToolResult, ToolUpdateFn};
+pub use tool::{
+    AgentTool, MAX_TOOL_NAME_LEN, ProgressFn, ToolContext, ToolDefinition, ToolResult, ToolUpdateFn, check_tool_names,
+    is_valid_tool_name, valid_tool_name,
+};
 pub use usage::Usage;

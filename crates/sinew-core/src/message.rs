@@ -28,6 +28,9 @@ pub enum StopReason {
     Error,
     /// The call was cancelled.
     Aborted,
+    /// The model declined to answer (Anthropic's `refusal`: its safety classifiers stopped the
+    /// answer). What it said before is kept; the run ends as after any answer.
+    Refusal,
 }
 
 /// A message from the user.

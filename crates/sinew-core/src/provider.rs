@@ -117,6 +117,14 @@ pub trait StreamProvider: Send + Sync {
     /// Calls the model.
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent>;
 
+    /// The id of the provider that serves `model`: [`StreamProvider::provider_id`], except for
+    /// a provider that routes to others (the facade's registry names the one it picks). What
+    /// telemetry (`gen_ai.provider.name`) and `AgentStart` report.
+    fn provider_id_for(&self, model: &str) -> &str {
+        let _ = model;
+        self.provider_id()
+    }
+
     /// Whether calls for `model` retry failed requests themselves, with the request's
     /// [`StreamRequest::retry`] as their policy, announcing each retry with
     /// [`StreamEvent::Retry`]. A caller with a retry policy of its own (the agent loop) then
@@ -126,6 +134,13 @@ pub trait StreamProvider: Send + Sync {
         let _ = model;
         false
     }
+
+    /// The context window of `model`, in tokens, when the provider knows it (a model catalog
+    /// does). The agent sizes its default compaction budget from it. Default: `None`.
+    fn context_window(&self, model: &str) -> Option<u64> {
+        let _ = model;
+        None
+    }
 }
 
 impl<P: StreamProvider + ?Sized> StreamProvider for std::sync::Arc<P> {
@@ -133,8 +148,16 @@ impl<P: StreamProvider + ?Sized> StreamProvider for std::sync::Arc<P> {
         (**self).provider_id()
     }
 
+    fn provider_id_for(&self, model: &str) -> &str {
+        (**self).provider_id_for(model)
+    }
+
     fn retries_requests(&self, model: &str) -> bool {
         (**self).retries_requests(model)
+    }
+
+    fn context_window(&self, model: &str) -> Option<u64> {
+        (**self).context_window(model)
     }
 
     fn stream(&self, request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {

@@ -11,6 +11,53 @@ use tokio_util::sync::CancellationToken;
 use crate::content::Content;
 use crate::error::ToolError;
 
+/// The longest tool name the providers accept.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Whether `name` follows the rule every provider enforces on tool names:
+/// `^[a-zA-Z0-9_-]{1,64}$` (Anthropic, OpenAI and Gemini reject anything else).
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `name` made valid (see [`is_valid_tool_name`]) for tools named elsewhere (MCP's `files.read`,
+/// an OpenAPI operation): every other character becomes `_`, and a name that had to change
+/// keeps a short hash of the original (`files_read_1a2b3c`), so that two names that differ only
+/// in such characters (`files.read`, `files/read`) stay apart, cut to 64 characters. A valid
+/// name is returned as it is. The caller keeps the original to call the tool by it.
+pub fn valid_tool_name(name: &str) -> String {
+    if is_valid_tool_name(name) {
+        return name.to_owned();
+    }
+    let mapped: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    // FNV-1a: stable across processes and versions, unlike the std hasher.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let suffix = format!("_{:06x}", hash & 0xff_ffff);
+    let keep = MAX_TOOL_NAME_LEN - suffix.len();
+    let head: String = mapped.chars().take(keep).collect();
+    let head = if head.is_empty() { "tool".to_owned() } else { head };
+    format!("{head}{suffix}")
+}
+
+/// Why a set of tools cannot be offered to a model: a name that breaks the providers' rule, or
+/// two tools with one name.
+pub fn check_tool_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for name in names {
+        if !is_valid_tool_name(name) {
+            return Err(format!(
+                "tool name `{name}` is not accepted by the providers: use 1 to {MAX_TOOL_NAME_LEN} of a-z, A-Z, 0-9, `_` and `-` (sinew_core::valid_tool_name maps a name to such a one)"
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(format!("two tools are named `{name}`: tool names must be unique"));
+        }
+    }
+    Ok(())
+}
+
 /// A tool as the model sees it: name, description, JSON Schema of its parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
@@ -170,5 +217,38 @@ pub trait AgentTool: Send + Sync {
             description: self.description().to_owned(),
             parameters: self.parameters_schema(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_providers_rule_and_invalid_ones_map_apart() {
+        for valid in ["echo", "read_file", "jira__create-issue", &"a".repeat(64)] {
+            assert!(is_valid_tool_name(valid), "{valid}");
+            assert_eq!(valid_tool_name(valid), valid, "a valid name is kept");
+        }
+        for invalid in ["", "files.read", "a b", "naïve", &"a".repeat(65)] {
+            assert!(!is_valid_tool_name(invalid), "{invalid}");
+            let mapped = valid_tool_name(invalid);
+            assert!(is_valid_tool_name(&mapped), "{invalid} -> {mapped}");
+        }
+        assert!(valid_tool_name("files.read").starts_with("files_read_"));
+        // Names that differ only in what is replaced stay apart, and the mapping is stable.
+        assert_ne!(valid_tool_name("files.read"), valid_tool_name("files/read"));
+        assert_ne!(valid_tool_name("files.read"), "files_read");
+        assert_eq!(valid_tool_name("files.read"), valid_tool_name("files.read"));
+        let long = format!("{}.x", "a".repeat(100));
+        assert_eq!(valid_tool_name(&long).len(), MAX_TOOL_NAME_LEN);
+        assert_ne!(valid_tool_name(&long), valid_tool_name(&format!("{}.y", "a".repeat(100))));
+    }
+
+    #[test]
+    fn duplicates_and_invalid_names_are_reported() {
+        assert_eq!(check_tool_names(["a", "b"]), Ok(()));
+        assert_eq!(check_tool_names(["a", "b", "a"]), Err("two tools are named `a`: tool names must be unique".into()));
+        assert!(check_tool_names(["a", "x.y"]).unwrap_err().contains("`x.y` is not accepted"));
     }
 }

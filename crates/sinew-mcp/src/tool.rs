@@ -11,7 +11,10 @@ use crate::client::{McpClient, Progress, RequestOptions};
 use crate::protocol::{CallToolResult, McpToolInfo};
 
 /// One MCP tool as an [`AgentTool`]. Its name may carry a prefix (`{prefix}__{name}`) so that
-/// tools of several servers cannot collide; the server is called by the tool's own name.
+/// tools of several servers cannot collide; the server is called by the tool's own name. MCP
+/// allows names the model providers refuse (`files.read`, 128 characters): such a name is made
+/// valid with [`sinew_core::valid_tool_name`] (`files_read_1a2b3c`), and the adapter keeps the
+/// original to call the server by.
 ///
 /// Results map to content: text → text, image → image, audio → a note (the data is in
 /// `details.audio`), embedded text resources → their text, blob images → images, resource links
@@ -39,6 +42,7 @@ impl McpToolAdapter {
             Some(prefix) if !prefix.is_empty() => format!("{prefix}__{}", info.name),
             _ => info.name.clone(),
         };
+        let name = sinew_core::valid_tool_name(&name);
         let description = info.description.clone().or_else(|| info.title.clone()).unwrap_or_default();
         McpToolAdapter { client, info, name, description }
     }

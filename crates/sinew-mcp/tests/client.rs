@@ -193,6 +193,12 @@ async fn cancelling_a_tool_call_sends_notifications_cancelled() {
         serde_json::from_value(json!({"name": "wait", "inputSchema": {"type": "object"}})).unwrap();
     let tool = McpToolAdapter::new(client.clone(), info, Some("srv"));
     assert_eq!(tool.name(), "srv__wait");
+    // A name the providers refuse is made valid; the server is still called by its own.
+    let dotted: sinew_mcp::McpToolInfo =
+        serde_json::from_value(json!({"name": "files.read", "inputSchema": {"type": "object"}})).unwrap();
+    let dotted = McpToolAdapter::new(client.clone(), dotted, Some("srv"));
+    assert!(dotted.name().starts_with("srv__files_read_") && sinew_core::is_valid_tool_name(dotted.name()));
+    assert_eq!(dotted.info().name, "files.read");
     let cancel = CancellationToken::new();
     let ctx = ToolContext::new("call-1", "srv__wait", cancel.clone());
     let call = tokio::spawn(async move { tool.execute(json!({}), ctx).await });

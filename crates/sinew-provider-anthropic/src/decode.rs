@@ -214,7 +214,8 @@ fn stop_reason(reason: &str) -> StopReason {
     match reason {
         "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
         "tool_use" => StopReason::ToolUse,
-        // end_turn, stop_sequence, pause_turn, refusal: the model is done for this turn.
+        "refusal" => StopReason::Refusal,
+        // end_turn, stop_sequence, pause_turn: the model is done for this turn.
         _ => StopReason::Stop,
     }
 }

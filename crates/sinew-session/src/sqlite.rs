@@ -104,7 +104,26 @@ impl SqliteStore {
     }
 }
 
+/// Makes `path` readable and writable by its owner only (0600): conversations hold whatever
+/// was said and read, secrets included. A new file is created so; an existing one is tightened.
+/// SQLite gives its `-wal` and `-shm` files the database's permissions.
+fn make_private(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let io = |error: std::io::Error| SessionError::database("securing the database file")(error);
+        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(path).map_err(io)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
 fn connect(path: &Path) -> Result<Connection> {
+    if path != Path::new(":memory:") {
+        make_private(path)?;
+    }
     let connection = Connection::open(path).map_err(SessionError::database("opening the database"))?;
     connection.busy_timeout(BUSY_TIMEOUT).map_err(SessionError::database("opening the database"))?;
     connection

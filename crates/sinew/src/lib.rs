@@ -44,7 +44,7 @@
 pub mod catalog;
 mod registry;
 
-pub use registry::ProviderRegistry;
+pub use registry::{ProviderRegistry, providers_for_model};
 pub use sinew_agent::*;
 pub use sinew_core::*;
 

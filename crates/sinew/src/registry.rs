@@ -122,6 +122,20 @@ impl ProviderRegistry {
     }
 }
 
+/// The ids of the providers that can serve `model`, most fitting first: the catalog's protocol
+/// for a model it knows, then every provider of its family (`claude-` → `anthropic`, `bedrock`;
+/// `gpt-` and `o1`/`o3`/`o4` → OpenAI's; `gemini-` → Google's; Bedrock's model ids). Empty for a
+/// model of no known family. The one routing rule of sinew: the registry and the CLI use it.
+pub fn providers_for_model(model: &str) -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = crate::catalog::model(model).map(|m| m.protocol).into_iter().collect();
+    for id in family(model) {
+        if !ids.contains(id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
 /// The providers that can serve a model family, most fitting first.
 fn family(model: &str) -> &'static [&'static str] {
     const BEDROCK_PREFIXES: &[&str] = &[
@@ -153,6 +167,16 @@ fn family(model: &str) -> &'static [&'static str] {
 impl StreamProvider for ProviderRegistry {
     fn provider_id(&self) -> &str {
         "registry"
+    }
+
+    fn provider_id_for(&self, model: &str) -> &str {
+        self.resolve(model).map_or("registry", |(provider, model)| provider.provider_id_for(model))
+    }
+
+    /// From the model catalog ([`crate::catalog::model`]), for the model the request names.
+    fn context_window(&self, model: &str) -> Option<u64> {
+        let (_, model) = self.resolve(model)?;
+        crate::catalog::model(model).map(|m| u64::from(m.context_window))
     }
 
     fn retries_requests(&self, model: &str) -> bool {

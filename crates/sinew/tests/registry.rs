@@ -99,3 +99,36 @@ async fn real_providers_behind_the_registry_talk_to_their_servers() {
     assert_eq!(anthropic_server.requests()[0].json()["model"], "claude-haiku-4-5");
     assert_eq!(chat_server.requests()[0].path, "/v1/chat/completions");
 }
+
+#[tokio::test]
+async fn the_registry_names_the_provider_it_picks_and_the_models_window() {
+    let mut registry = ProviderRegistry::new();
+    registry.register(named("anthropic"));
+    registry.register(named("openai"));
+    assert_eq!(registry.provider_id(), "registry");
+    assert_eq!(registry.provider_id_for("claude-sonnet-4-5"), "anthropic");
+    assert_eq!(registry.provider_id_for("openai/llama3.2"), "openai");
+    assert_eq!(registry.provider_id_for("gemini-2.5-pro"), "registry", "no provider for it");
+    let window = sinew::catalog::model("claude-sonnet-4-5").unwrap().context_window;
+    assert_eq!(registry.context_window("claude-sonnet-4-5-20250929"), Some(u64::from(window)));
+    assert_eq!(registry.context_window("openai/llama3.2"), None, "not in the catalog");
+
+    // The agent's default budget follows the window, and an explicit one wins.
+    let agent = sinew::Agent::new(registry, "claude-sonnet-4-5").with_max_tokens(8_000);
+    let budget = |agent: &sinew::Agent| agent.config().context_config.as_ref().map(|c| c.max_context_tokens);
+    assert_eq!(budget(&agent), Some(window as usize - 8_000));
+    let mut agent = agent.with_context_config(Some(sinew::ContextConfig::default()));
+    agent.set_model("claude-haiku-4-5");
+    assert_eq!(budget(&agent), Some(sinew::ContextConfig::default().max_context_tokens));
+
+    // Events and telemetry name the real provider, not the registry.
+    let mut registry = ProviderRegistry::new();
+    registry.register(named("anthropic"));
+    let mut agent = sinew::Agent::new(registry, "claude-sonnet-4-5");
+    let (events, _) = agent.prompt("hi").collect().await;
+    let provider = events.iter().find_map(|e| match e {
+        sinew::AgentEvent::AgentStart { provider, .. } => Some(provider.clone()),
+        _ => None,
+    });
+    assert_eq!(provider.as_deref(), Some("anthropic"));
+}

@@ -30,7 +30,6 @@ fn smoke_agent_has_documented_defaults_and_builders_apply() {
         .with_temperature(0.5)
         .with_thinking(ThinkingLevel::High)
         .with_tool(EchoTool)
-        .with_tool(EchoTool)
         .with_tool_execution(ToolExecution::Batched { size: 2 })
         .with_steering_mode(QueueMode::All)
         .with_follow_up_mode(QueueMode::All)
@@ -43,7 +42,7 @@ fn smoke_agent_has_documented_defaults_and_builders_apply() {
     assert_eq!(agent.system_prompt(), "x");
     assert_eq!((c.model.as_str(), c.max_tokens, c.temperature), ("other", Some(100), Some(0.5)));
     assert_eq!(c.thinking_level, ThinkingLevel::High);
-    assert_eq!(agent.tools().len(), 1, "a tool with the same name replaces the first");
+    assert_eq!(agent.tools().len(), 1);
     assert_eq!(c.tool_execution, ToolExecution::Batched { size: 2 });
     assert_eq!((agent.steering_mode(), agent.follow_up_mode()), (QueueMode::All, QueueMode::All));
     assert_eq!(c.retry_config.max_retries, 0);
@@ -390,4 +389,22 @@ async fn an_exhausted_script_answers_with_an_empty_stop() {
     assert_eq!(outcome.reason, EndReason::Completed);
     let answer = agent.messages()[1].as_assistant().unwrap();
     assert_eq!((answer.stop_reason, answer.content.len()), (StopReason::Stop, 0));
+}
+
+#[tokio::test]
+async fn duplicate_or_invalid_tool_names_fail_the_run_before_any_model_call() {
+    let (agent, mock) = agent([MockResponse::text("never")]);
+    let mut agent = agent.with_tool(EchoTool).with_tool(EchoTool);
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!(outcome.reason, EndReason::Failed);
+    assert_eq!(outcome.error.as_deref(), Some("two tools are named `echo`: tool names must be unique"));
+    assert_eq!(mock.calls(), 0, "nothing a provider would reject is sent");
+
+    let (agent, mock) = crate::agent([MockResponse::text("never")]);
+    let dotted = sinew_testing::FnTool::new("files.read", |_, _| async { Ok(ToolResult::text("x")) });
+    let mut agent = agent.with_tool(dotted);
+    let outcome = agent.prompt("q").finish().await;
+    assert_eq!(outcome.reason, EndReason::Failed);
+    assert!(outcome.error.as_deref().unwrap().starts_with("tool name `files.read` is not accepted"), "{outcome:?}");
+    assert_eq!(mock.calls(), 0);
 }

@@ -192,6 +192,12 @@ async fn the_repl_switches_models_clears_streams_aborts_on_ctrl_c_and_quits() {
     assert_eq!(prompts, ["hello after clear", "tell me something slow", "are you there?"]);
     let roles: Vec<&str> = history.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert!(roles.windows(2).all(|w| w != ["assistant", "assistant"]), "{roles:?}");
+    // What was typed, and the conversations, are readable by their owner only.
+    use std::os::unix::fs::PermissionsExt;
+    for file in [sandbox.database(), sandbox.database().with_file_name("history.txt")] {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

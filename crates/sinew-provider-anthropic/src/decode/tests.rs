@@ -150,7 +150,7 @@ fn stop_reasons_map_to_ours() {
         ("end_turn", StopReason::Stop),
         ("stop_sequence", StopReason::Stop),
         ("pause_turn", StopReason::Stop),
-        ("refusal", StopReason::Stop),
+        ("refusal", StopReason::Refusal),
         ("max_tokens", StopReason::Length),
         ("model_context_window_exceeded", StopReason::Length),
         ("tool_use", StopReason::ToolUse),

@@ -133,3 +133,18 @@ fn a_writer_killed_mid_save_leaves_the_previous_version_intact() {
     }
     assert!(newest > 0, "the writer never saved: the test proved nothing");
 }
+
+#[test]
+fn the_database_is_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let path = dir.path().join("new.db");
+    drop(SqliteStore::open(&path).unwrap());
+    assert_eq!(mode(&path), 0o600, "created private");
+    let old = dir.path().join("old.db");
+    std::fs::write(&old, b"").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    drop(SqliteStore::open(&old).unwrap());
+    assert_eq!(mode(&old), 0o600, "an existing file is tightened");
+}
