@@ -46,6 +46,9 @@ pub use auth::{Auth, url_with_query};
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
 pub use message::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 pub use provider::{HttpProvider, Protocol, env_var};
-pub use request::{HttpRequest, SENSITIVE_HEADERS, is_sensitive_header, json_f32, redact_url};
+pub use request::{
+    HttpRequest, PUBLIC_HEADERS, PUBLIC_QUERY, Redacted, SENSITIVE_HEADERS, is_public_header, is_sensitive_header,
+    json_f32, redact_url,
+};
 pub use retry::{default_retry, error_for_status, error_message, retry_after};
 pub use stream::{StreamDecoder, StreamLimits, stream_response, stream_response_with};

@@ -15,8 +15,58 @@ pub const SENSITIVE_HEADERS: &[&str] = &[
     "cookie",
 ];
 
-/// Query parameters whose values are secrets (Gemini accepts `?key=`, Azure SAS uses `sig=`).
-const SENSITIVE_QUERY: &[&str] = &["key", "api-key", "api_key", "sig", "token", "access_token"];
+/// Headers whose values `Debug` output and logs show: the protocols' own, which carry no secret.
+/// Every other header's value is hidden (an OpenAPI scheme's `X-Custom-Key`, a proxy's token).
+pub const PUBLIC_HEADERS: &[&str] = &[
+    "accept",
+    "accept-encoding",
+    "anthropic-beta",
+    "anthropic-version",
+    "cache-control",
+    "content-length",
+    "content-type",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+    "mcp-protocol-version",
+    "openai-beta",
+    "user-agent",
+];
+
+/// Query parameters whose values `Debug` output and logs show; every other value is hidden
+/// (Gemini's `key=`, Azure SAS `sig=`, an OpenAPI scheme's `apikey=`).
+pub const PUBLIC_QUERY: &[&str] = &["alt", "api-version", "beta"];
+
+/// Whether a header's value may be shown (see [`PUBLIC_HEADERS`]).
+pub fn is_public_header(name: &str) -> bool {
+    PUBLIC_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// Name–value pairs for `Debug`: values shown only when `public` says so, `****` otherwise.
+pub struct Redacted<'a> {
+    pairs: &'a [(String, String)],
+    public: fn(&str) -> bool,
+}
+
+impl<'a> Redacted<'a> {
+    /// Headers, values shown for [`PUBLIC_HEADERS`] only.
+    pub fn headers(pairs: &'a [(String, String)]) -> Self {
+        Redacted { pairs, public: is_public_header }
+    }
+
+    /// Query parameters, values shown for [`PUBLIC_QUERY`] only.
+    pub fn query(pairs: &'a [(String, String)]) -> Self {
+        Redacted { pairs, public: |name| PUBLIC_QUERY.iter().any(|q| q.eq_ignore_ascii_case(name)) }
+    }
+}
+
+impl fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.pairs.iter().map(|(k, v)| (k.as_str(), if (self.public)(k) { v.as_str() } else { "****" })))
+            .finish()
+    }
+}
 
 /// Whether a header carries a secret.
 pub fn is_sensitive_header(name: &str) -> bool {
@@ -29,7 +79,7 @@ pub fn redact_url(url: &str) -> String {
     let query: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if SENSITIVE_QUERY.iter().any(|s| s.eq_ignore_ascii_case(name)) => format!("{name}=****"),
+            Some((name, _)) if !PUBLIC_QUERY.iter().any(|s| s.eq_ignore_ascii_case(name)) => format!("{name}=****"),
             _ => pair.to_owned(),
         })
         .collect();
@@ -76,15 +126,10 @@ impl HttpRequest {
 
 impl fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headers: Vec<(&str, &str)> = self
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), if is_sensitive_header(k) { "****" } else { v.as_str() }))
-            .collect();
         f.debug_struct("HttpRequest")
             .field("method", &self.method)
             .field("url", &redact_url(&self.url))
-            .field("headers", &headers)
+            .field("headers", &Redacted::headers(&self.headers))
             .field("body", &String::from_utf8_lossy(&self.body))
             .finish()
     }
@@ -102,11 +147,19 @@ mod tests {
             .header("api-key", "SECRET4")
             .header("x-goog-api-key", "SECRET5")
             .header("x-amz-security-token", "SECRET6")
+            .header("X-Custom-Key", "SECRET7")
             .header("anthropic-version", "2023-06-01");
+        let mut request = request;
+        request.url.push_str("&apikey=SECRET8&api-version=2024-10-21");
         let shown = format!("{request:?}");
         assert!(!shown.contains("SECRET"), "{shown}");
-        assert!(shown.contains("alt=sse&key=****"), "{shown}");
-        assert!(shown.contains("2023-06-01"), "{shown}");
+        assert!(shown.contains("alt=sse&key=****&apikey=****&api-version=2024-10-21"), "{shown}");
+        assert!(shown.contains("2023-06-01") && shown.contains("application/json"), "{shown}");
+        assert!(shown.contains(r#"("X-Custom-Key", "****")"#), "{shown}");
+        let pairs = vec![("X-Title".to_owned(), "SECRET9".to_owned()), ("user-agent".to_owned(), "sinew".to_owned())];
+        assert_eq!(format!("{:?}", Redacted::headers(&pairs)), r#"[("X-Title", "****"), ("user-agent", "sinew")]"#);
+        let query = vec![("api-version".to_owned(), "1".to_owned()), ("sig".to_owned(), "SECRET".to_owned())];
+        assert_eq!(format!("{:?}", Redacted::query(&query)), r#"[("api-version", "1"), ("sig", "****")]"#);
     }
 
     #[test]

@@ -28,8 +28,9 @@ impl fmt::Debug for AnthropicAuth {
     }
 }
 
-/// Where and how to call the Messages API.
-#[derive(Clone, Debug)]
+/// Where and how to call the Messages API. `Debug` hides the credentials and the values of
+/// extra headers (see [`sinew_http::Redacted`]).
+#[derive(Clone)]
 pub struct AnthropicConfig {
     pub base_url: String,
     pub auth: AnthropicAuth,
@@ -37,6 +38,17 @@ pub struct AnthropicConfig {
     pub default_max_tokens: u32,
     /// Sent with every request (after the protocol's own headers).
     pub extra_headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &sinew_http::redact_url(&self.base_url))
+            .field("auth", &self.auth)
+            .field("default_max_tokens", &self.default_max_tokens)
+            .field("extra_headers", &sinew_http::Redacted::headers(&self.extra_headers))
+            .finish()
+    }
 }
 
 impl AnthropicConfig {
@@ -63,18 +75,14 @@ pub fn build_request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> H
         ("content-type".to_owned(), "application/json".to_owned()),
         ("accept".to_owned(), "text/event-stream".to_owned()),
         ("anthropic-version".to_owned(), "2023-06-01".to_owned()),
+        // sinew says who it is, in both modes; it never presents itself as another product.
+        ("user-agent".to_owned(), concat!("sinew/", env!("CARGO_PKG_VERSION")).to_owned()),
     ];
     match &config.auth {
         AnthropicAuth::ApiKey(key) => headers.push(("x-api-key".into(), key.clone())),
         AnthropicAuth::OAuth(token) => headers.extend([
             ("authorization".to_owned(), format!("Bearer {token}")),
-            (
-                "anthropic-beta".to_owned(),
-                "claude-code-20250219,oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14".to_owned(),
-            ),
-            ("x-app".to_owned(), "cli".to_owned()),
-            ("anthropic-dangerous-direct-browser-access".to_owned(), "true".to_owned()),
-            ("user-agent".to_owned(), "claude-cli/2.1.2".to_owned()),
+            ("anthropic-beta".to_owned(), "oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14".to_owned()),
         ]),
     }
     headers.extend(config.extra_headers.iter().cloned());

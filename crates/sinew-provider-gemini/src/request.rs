@@ -9,8 +9,9 @@ use sinew_http::{Auth, HttpRequest, url_with_query};
 /// other models carry this value, which Google documents for exactly that case.
 pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 
-/// Where and how to call `streamGenerateContent`.
-#[derive(Clone, Debug)]
+/// Where and how to call `streamGenerateContent`. `Debug` hides the credentials and the values
+/// of extra headers (see [`sinew_http::Redacted`]).
+#[derive(Clone)]
 pub struct GeminiConfig {
     /// `"google"` or `"google_vertex"`; signatures go back only to the provider that made them.
     pub provider_id: String,
@@ -19,6 +20,17 @@ pub struct GeminiConfig {
     pub models_url: String,
     pub auth: Auth,
     pub extra_headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for GeminiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeminiConfig")
+            .field("provider_id", &self.provider_id)
+            .field("models_url", &sinew_http::redact_url(&self.models_url))
+            .field("auth", &self.auth)
+            .field("extra_headers", &sinew_http::Redacted::headers(&self.extra_headers))
+            .finish()
+    }
 }
 
 impl GeminiConfig {

@@ -35,8 +35,9 @@ pub enum ReasoningParam {
     OpenRouter,
 }
 
-/// Where and how to call a Chat Completions server.
-#[derive(Clone, Debug)]
+/// Where and how to call a Chat Completions server. `Debug` hides the credentials and the
+/// values of extra headers and query parameters (see [`sinew_http::Redacted`]).
+#[derive(Clone)]
 pub struct OpenAiChatConfig {
     /// Stamped on messages (`"openai"`, `"groq"`, `"ollama"`...); reasoning is sent back only to
     /// the provider that produced it.
@@ -56,6 +57,23 @@ pub struct OpenAiChatConfig {
     /// The assistant-message field that carries earlier reasoning back, for servers that want it
     /// (e.g. `reasoning_content`); `None` drops it.
     pub reasoning_in_history: Option<String>,
+}
+
+impl std::fmt::Debug for OpenAiChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiChatConfig")
+            .field("provider_id", &self.provider_id)
+            .field("base_url", &sinew_http::redact_url(&self.base_url))
+            .field("auth", &self.auth)
+            .field("query", &sinew_http::Redacted::query(&self.query))
+            .field("extra_headers", &sinew_http::Redacted::headers(&self.extra_headers))
+            .field("max_tokens_field", &self.max_tokens_field)
+            .field("system_role", &self.system_role)
+            .field("reasoning", &self.reasoning)
+            .field("include_usage", &self.include_usage)
+            .field("reasoning_in_history", &self.reasoning_in_history)
+            .finish()
+    }
 }
 
 impl OpenAiChatConfig {

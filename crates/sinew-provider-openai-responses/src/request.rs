@@ -9,7 +9,7 @@ use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// Where and how to call a Responses endpoint: OpenAI, Azure OpenAI, or a compatible server.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ResponsesConfig {
     /// `"openai_responses"` or `"azure_openai"`; reasoning and item ids go back only to the
     /// provider that produced them.
@@ -22,6 +22,21 @@ pub struct ResponsesConfig {
     pub extra_headers: Vec<(String, String)>,
     /// Reasoning summaries asked for with a thinking level (`"auto"`, `"concise"`, `"detailed"`).
     pub reasoning_summary: Option<String>,
+}
+
+/// `Debug` hides the credentials and the values of extra headers and query parameters (see
+/// [`sinew_http::Redacted`]).
+impl std::fmt::Debug for ResponsesConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponsesConfig")
+            .field("provider_id", &self.provider_id)
+            .field("base_url", &sinew_http::redact_url(&self.base_url))
+            .field("auth", &self.auth)
+            .field("query", &sinew_http::Redacted::query(&self.query))
+            .field("extra_headers", &sinew_http::Redacted::headers(&self.extra_headers))
+            .field("reasoning_summary", &self.reasoning_summary)
+            .finish()
+    }
 }
 
 impl ResponsesConfig {

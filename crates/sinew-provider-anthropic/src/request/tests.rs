@@ -122,6 +122,10 @@ fn headers_for_api_keys_and_oauth_and_no_secret_in_debug() {
     assert_eq!(header(&http, "authorization"), None);
     assert!(!format!("{http:?}").contains("sk-ant-secret"));
     assert!(!format!("{config:?}").contains("sk-ant-secret"));
+    let mut proxied = config.clone();
+    proxied.extra_headers.push(("x-proxy-token".into(), "PROXY-SECRET".into()));
+    let shown = format!("{proxied:?}");
+    assert!(!shown.contains("PROXY-SECRET") && shown.contains("x-proxy-token"), "{shown}");
 
     config.auth = AnthropicAuth::OAuth("oauth-token".into());
     let http = build_request(&config, &request);
@@ -129,11 +133,14 @@ fn headers_for_api_keys_and_oauth_and_no_secret_in_debug() {
     assert_eq!(header(&http, "x-api-key"), None);
     assert_eq!(
         header(&http, "anthropic-beta").as_deref(),
-        Some("claude-code-20250219,oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14")
+        Some("oauth-2025-04-20,fine-grained-tool-streaming-2025-05-14")
     );
-    assert_eq!(header(&http, "x-app").as_deref(), Some("cli"));
-    assert_eq!(header(&http, "anthropic-dangerous-direct-browser-access").as_deref(), Some("true"));
-    assert_eq!(header(&http, "user-agent").as_deref(), Some("claude-cli/2.1.2"));
+    // sinew's own identity: no other product's user agent, app or beta headers.
+    assert_eq!(header(&http, "user-agent").as_deref(), Some(concat!("sinew/", env!("CARGO_PKG_VERSION"))));
+    for foreign in ["x-app", "anthropic-dangerous-direct-browser-access"] {
+        assert_eq!(header(&http, foreign), None, "{foreign}");
+    }
+    assert!(!header(&http, "anthropic-beta").unwrap().contains("claude-code"));
     assert!(!format!("{http:?}").contains("oauth-token"));
     let body: Value = serde_json::from_slice(&http.body).unwrap();
     assert_eq!(body["stream"], json!(true));
