@@ -1,15 +1,12 @@
 //! The PostgreSQL store, against the server `SINEW_TEST_POSTGRES_URL` names (the tests are ignored
 //! without it; `.ci/run` sets it). Each test works in a schema of its own, dropped at its end.
 
-use std::collections::HashSet;
-use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sinew_session::{PostgresStore, SessionError, SessionStore};
 
-use crate::{record, session};
+use crate::session;
 
 fn server_url() -> String {
     std::env::var("SINEW_TEST_POSTGRES_URL").expect("SINEW_TEST_POSTGRES_URL names the test server")
@@ -122,95 +119,4 @@ async fn an_unreachable_server_is_a_clear_error() {
     assert!(matches!(error, SessionError::Database { doing: "connecting", .. }), "{error}");
     let error = PostgresStore::connect("not a url").await.unwrap_err();
     assert!(matches!(error, SessionError::Database { doing: "parsing the database URL", .. }), "{error}");
-}
-
-/// The writer half of the two-process test: appends loops `{name}-0..` to session "shared", one
-/// merge each, printing each id once the merge is acknowledged.
-#[tokio::test]
-#[allow(clippy::print_stdout, reason = "stdout is how the child reports to the test")]
-async fn postgres_append_child() {
-    let Ok(target) = std::env::var("SINEW_PG_APPEND_CHILD") else { return };
-    let (url, name) = target.split_once(' ').unwrap();
-    let store = PostgresStore::connect(url).await.unwrap();
-    for i in 0..LOOPS_PER_WRITER {
-        let id = format!("{name}-{i}");
-        let mut part = session("shared", "a", 0);
-        part.loops.push(record("shared", "a", &id));
-        store.merge(&part).await.unwrap();
-        println!("{id}");
-    }
-}
-
-const LOOPS_PER_WRITER: usize = 60;
-
-fn spawn_writer(url: &str, name: &str) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["postgres::postgres_append_child", "--exact", "--nocapture", "--test-threads", "1"])
-        .env("SINEW_PG_APPEND_CHILD", format!("{url} {name}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-/// The acknowledged ids a writer printed. The first shares its line with the harness's
-/// `test ... ` prefix, so an id is a line's last word.
-fn acknowledged(lines: impl Iterator<Item = String>, name: &str) -> Vec<String> {
-    let prefix = format!("{name}-");
-    lines
-        .filter_map(|line| line.split_whitespace().last().filter(|id| id.starts_with(&prefix)).map(str::to_owned))
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
-async fn two_processes_appending_never_lose_or_duplicate_a_loop() {
-    let schema = Schema::create().await;
-    let url = schema.url();
-    let store = PostgresStore::connect(&url).await.unwrap();
-    let writers = [spawn_writer(&url, "left"), spawn_writer(&url, "right")];
-    let mut printed = Vec::new();
-    for (mut writer, name) in writers.into_iter().zip(["left", "right"]) {
-        let stdout = BufReader::new(writer.stdout.take().unwrap());
-        printed.push(acknowledged(stdout.lines().map_while(Result::ok), name));
-        assert!(writer.wait().unwrap().success());
-    }
-    let stored = store.load("shared").await.unwrap();
-    let ids: Vec<&str> = stored.loops.iter().map(|l| l.loop_id.as_str()).collect();
-    assert_eq!(ids.len(), 2 * LOOPS_PER_WRITER, "no loop lost or duplicated");
-    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 2 * LOOPS_PER_WRITER);
-    for (name, printed) in ["left", "right"].into_iter().zip(printed) {
-        let theirs: Vec<&str> = ids.iter().copied().filter(|id| id.starts_with(&format!("{name}-"))).collect();
-        assert_eq!(theirs, printed, "{name}'s loops are stored in the order it appended them");
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
-async fn a_writer_killed_mid_append_loses_nothing_it_was_told_was_stored() {
-    let schema = Schema::create().await;
-    let url = schema.url();
-    let store = PostgresStore::connect(&url).await.unwrap();
-    let mut victim = spawn_writer(&url, "victim");
-    let survivor = spawn_writer(&url, "survivor");
-    // Read the victim's acknowledgements until it is a third of the way, then kill it.
-    let mut lines = BufReader::new(victim.stdout.take().unwrap()).lines().map_while(Result::ok);
-    let mut told = acknowledged(lines.by_ref().take_while(|line| !line.ends_with("victim-20")), "victim");
-    told.push("victim-20".to_owned());
-    victim.kill().unwrap();
-    victim.wait().unwrap();
-    // What it acknowledged between our reading and its death.
-    told.extend(acknowledged(lines, "victim"));
-    let survivor = survivor.wait_with_output().unwrap();
-    assert!(survivor.status.success());
-
-    let stored = store.load("shared").await.unwrap();
-    let ids: Vec<&str> = stored.loops.iter().map(|l| l.loop_id.as_str()).collect();
-    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "no loop duplicated");
-    let victims: Vec<&str> = ids.iter().copied().filter(|id| id.starts_with("victim-")).collect();
-    assert!(victims.len() >= told.len(), "acknowledged {} loops, {} stored", told.len(), victims.len());
-    assert_eq!(victims[..told.len()], told, "every acknowledged loop is stored, in order");
-    assert!(victims.len() < LOOPS_PER_WRITER, "the victim was killed before it finished");
-    let survivors = ids.iter().filter(|id| id.starts_with("survivor-")).count();
-    assert_eq!(survivors, LOOPS_PER_WRITER);
 }

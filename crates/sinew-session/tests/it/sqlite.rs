@@ -1,10 +1,7 @@
 //! The SQLite store: the conformance suite, crash safety, and what a damaged database gives.
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 use sinew_session::{SessionError, SessionStore, SqliteStore};
 
@@ -17,10 +14,6 @@ async fn sqlite_store() -> (Arc<dyn SessionStore>, tempfile::TempDir) {
 
 mod conformance {
     crate::store_conformance!(super::sqlite_store());
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -84,54 +77,6 @@ async fn damaged_rows_are_clear_errors() {
     assert!(matches!(&error, SessionError::Json { id, .. } if id == "broken"), "{error}");
     let error = store.load("future").await.unwrap_err();
     assert_eq!(error.to_string(), "session future has format version 2; this build reads up to 1");
-}
-
-/// The writer half of the crash test: saves ever larger versions of one session until killed.
-#[test]
-fn sqlite_crash_writer_child() {
-    let Ok(path) = std::env::var("SINEW_CRASH_SQLITE_PATH") else { return };
-    let runtime = runtime();
-    let store = SqliteStore::open(Path::new(&path)).unwrap();
-    runtime.block_on(async {
-        let start = store.load("crashy").await.map_or(0, |s| s.updated_at) + 1;
-        for version in start.. {
-            let mut s = session("crashy", "a", 200);
-            s.updated_at = version;
-            store.save(&s).await.unwrap();
-        }
-    });
-}
-
-#[test]
-fn a_writer_killed_mid_save_leaves_the_previous_version_intact() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crash.db");
-    let runtime = runtime();
-    let store = SqliteStore::open(&path).unwrap();
-    let mut first = session("crashy", "a", 200);
-    first.updated_at = 0;
-    runtime.block_on(store.save(&first)).unwrap();
-    let mut newest = 0;
-    for round in 0..5 {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["sqlite::sqlite_crash_writer_child", "--exact", "--nocapture", "--test-threads", "1"])
-            .env("SINEW_CRASH_SQLITE_PATH", &path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(150 + 37 * round));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        // A fresh store, as a restarted application would open it.
-        let survivor = runtime
-            .block_on(SqliteStore::open(&path).unwrap().load("crashy"))
-            .expect("the session is loadable after the crash");
-        assert_eq!(survivor.loops.len(), 200, "a save is all or nothing");
-        assert!(survivor.updated_at >= newest, "an acknowledged save was lost");
-        newest = survivor.updated_at;
-    }
-    assert!(newest > 0, "the writer never saved: the test proved nothing");
 }
 
 #[test]
