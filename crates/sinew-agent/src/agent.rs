@@ -32,6 +32,8 @@ struct Shared {
     steering: Mutex<VecDeque<AgentMessage>>,
     follow_up: Mutex<VecDeque<AgentMessage>>,
     cancel: Mutex<Option<CancellationToken>>,
+    /// The parent of every running branch's token: an abort reaches branches too.
+    branches: Mutex<CancellationToken>,
     running: AtomicBool,
 }
 
@@ -65,11 +67,14 @@ impl AgentHandle {
         lock(&self.shared.follow_up).push_back(message.into());
     }
 
-    /// Cancels the running run, if any: the model stream, every tool and retry sleeps.
+    /// Cancels the running run, if any: the model stream, every tool and retry sleeps; and every
+    /// branch of [`Agent::explore_branches`] still running.
     pub fn abort(&self) {
         if let Some(token) = lock(&self.shared.cancel).as_ref() {
             token.cancel();
         }
+        // Branches started later are not aborted by this call.
+        std::mem::take(&mut *lock(&self.shared.branches)).cancel();
     }
 
     /// Whether a run is in progress.
@@ -662,13 +667,14 @@ impl Agent {
             prepared.push((spec.tag.clone(), context, config));
         }
         let parent = self.last_loop_id.clone();
+        let aborts = lock(&self.shared.branches).clone();
         Ok(prepared
             .into_iter()
             .map(|(tag, mut context, config)| {
                 context.loop_id = Some(self.next_loop_id_for(&config.config_segment()));
                 context.parent_loop_id.clone_from(&parent);
                 context.continuation_kind = Some(ContinuationKind::Branch { tag: tag.clone() });
-                Branch::spawn(tag, context, config)
+                Branch::spawn(tag, context, config, aborts.child_token())
             })
             .collect())
     }

@@ -3,6 +3,7 @@
 
 use sinew_core::{AgentMessage, CancellationToken};
 use tokio::task::JoinHandle;
+use tokio_util::sync::DropGuard;
 
 use crate::agent_loop::{Entry, LoopOutcome, run};
 use crate::config::{AgentContext, AgentLoopConfig};
@@ -63,7 +64,11 @@ impl BranchSpec {
 }
 
 /// A running branch: its own task, event channel and cancel token.
+///
+/// Dropping it cancels the branch (its run ends as an abort would, tools included), and so
+/// does [`Agent::abort`](crate::Agent::abort); [`Branch::finish`] waits for its end.
 #[derive(Debug)]
+#[must_use = "a dropped branch is cancelled: keep it, or `finish()` it"]
 pub struct Branch {
     pub tag: String,
     pub loop_id: String,
@@ -72,6 +77,8 @@ pub struct Branch {
     /// Cancels this branch only.
     pub cancel: CancellationToken,
     task: JoinHandle<BranchOutcome>,
+    /// Cancels the branch when the `Branch` is dropped.
+    _guard: DropGuard,
 }
 
 /// How a branch ended.
@@ -86,9 +93,13 @@ pub struct BranchOutcome {
 
 impl Branch {
     /// Starts `context` (identity and continuation already set) on a task of its own.
-    pub(crate) fn spawn(tag: String, mut context: AgentContext, config: AgentLoopConfig) -> Branch {
+    pub(crate) fn spawn(
+        tag: String,
+        mut context: AgentContext,
+        config: AgentLoopConfig,
+        cancel: CancellationToken,
+    ) -> Branch {
         let (tx, events) = event_channel();
-        let cancel = CancellationToken::new();
         let loop_id = context.loop_id.clone().unwrap_or_default();
         let token = cancel.clone();
         let branch_tag = tag.clone();
@@ -96,12 +107,17 @@ impl Branch {
             let outcome = run(&mut context, &config, Sink::Channel(tx), &token, Entry::Continue(Vec::new())).await;
             BranchOutcome { tag: branch_tag, outcome, messages: context.messages }
         });
-        Branch { tag, loop_id, events, cancel, task }
+        let guard = cancel.clone().drop_guard();
+        Branch { tag, loop_id, events, cancel, task, _guard: guard }
     }
 
     /// Waits for the branch to end. Events not yet read stay in [`Branch::events`]' channel; read
-    /// them first if they matter.
+    /// them first if they matter. Dropping the returned future cancels the branch.
     pub async fn finish(self) -> Result<BranchOutcome> {
-        self.task.await.map_err(|error| Error::InvalidContext(format!("branch {} crashed: {error}", self.tag)))
+        let Branch { tag, task, _guard: guard, .. } = self;
+        let outcome = task.await.map_err(|error| Error::InvalidContext(format!("branch {tag} crashed: {error}")));
+        // It ended on its own: nothing to cancel.
+        guard.disarm();
+        outcome
     }
 }

@@ -310,6 +310,75 @@ async fn a_branch_can_be_cancelled_alone() {
     assert_eq!(fine.finish().await.unwrap().outcome.reason, EndReason::Completed);
 }
 
+/// Reads a branch's events until its tool started.
+async fn until_its_tool_runs(branch: &mut Branch) {
+    loop {
+        match branch.events.recv().await {
+            Some(AgentEvent::ToolExecutionStart { .. }) => return,
+            Some(_) => {}
+            None => panic!("branch {} ended before its tool started", branch.tag),
+        }
+    }
+}
+
+/// Says when it is dropped: when the tool call holding it stopped.
+struct Stopped(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// Waits for a tool to stop; one that never does fails the test (30 s), instead of hanging it.
+async fn stopped(receiver: &mut tokio::sync::mpsc::UnboundedReceiver<()>) {
+    let stop = tokio::time::timeout(std::time::Duration::from_secs(30), receiver.recv()).await;
+    assert!(matches!(stop, Ok(Some(()))), "the branch's tool kept running");
+}
+
+/// A tool that never finishes by itself, and says when it stopped.
+fn blocking_tool(stopped: tokio::sync::mpsc::UnboundedSender<()>) -> sinew_testing::FnTool {
+    sinew_testing::FnTool::new("wait", move |_, ctx| {
+        let stopped = Stopped(stopped.clone());
+        async move {
+            let _stopped = stopped;
+            ctx.cancel.cancelled().await;
+            Err(ToolError::Cancelled)
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_dropped_branch_and_an_aborted_agent_stop_their_branches_tools_included() {
+    let mock = Arc::new(MockProvider::from_fn(|_| MockResponse::new().tool_call("c", "wait", serde_json::json!({}))));
+    let (tx, mut cancelled) = tokio::sync::mpsc::unbounded_channel();
+    let mut agent = Agent::new(Arc::clone(&mock), "m").with_tool(blocking_tool(tx));
+    agent.set_messages(vec![AgentMessage::user("q")]);
+
+    // Dropped: its run is cancelled, the tool it was running too.
+    let mut branches = agent.explore_branches(vec![BranchSpec::new("dropped")]).unwrap();
+    let mut branch = branches.pop().unwrap();
+    until_its_tool_runs(&mut branch).await;
+    drop(branch);
+    stopped(&mut cancelled).await;
+
+    // Agent::abort reaches every branch still running.
+    let branches = agent.explore_branches(vec![BranchSpec::new("one"), BranchSpec::new("two")]).unwrap();
+    let mut started = Vec::new();
+    for mut branch in branches {
+        until_its_tool_runs(&mut branch).await;
+        started.push(branch);
+    }
+    agent.abort();
+    for branch in started {
+        assert_eq!(branch.finish().await.unwrap().outcome.reason, EndReason::Aborted);
+        stopped(&mut cancelled).await;
+    }
+    // A branch started after the abort is not aborted by it.
+    let later = agent.explore_branches(vec![BranchSpec::new("later")]).unwrap().pop().unwrap();
+    assert!(!later.cancel.is_cancelled());
+}
+
 #[tokio::test]
 async fn continuing_branches_are_judged_on_the_last_user_message_and_what_came_before() {
     let judge = Arc::new(MockProvider::new([MockResponse::text("1")]));
