@@ -18,6 +18,7 @@
 //!   free ports, server processes that are listening before a test goes on.
 //! - [`transport`]: the HTTP transport checks every provider crate runs against [`MockServer`].
 //! - [`mcp_script`]: a tiny stdio MCP server in Python, for tests that need a real server process.
+//! - [`hostile`]: recorded streams with hostile values in their events, for decoder property tests.
 //! - [`wire`]: what Anthropic Messages and OpenAI Chat Completions stream for a scripted turn, for
 //!   tests that drive a whole program over HTTP.
 //! - [`fixtures_dir`], [`expected_results`], [`fixture_bytes`], [`recorded_streams`], [`split_at_points`]: the recorded
@@ -46,6 +47,7 @@ mod assert;
 mod decoding;
 mod fixtures;
 mod history;
+pub mod hostile;
 pub mod mcp_script;
 mod mock;
 pub mod mockllm;

@@ -127,3 +127,33 @@ fn a_stream_cut_inside_a_frame_keeps_the_partial_message() {
         other => panic!("{name}: {other:?}"),
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// Recorded streams whose event payloads carry hostile values (counts past every integer
+    /// type, negative indexes, 200 KB strings, wrong types), re-framed with valid CRCs: never a
+    /// panic, always exactly one terminal event.
+    #[test]
+    fn hostile_values_in_recorded_streams_end_cleanly(
+        which in proptest::prelude::any::<proptest::sample::Index>(),
+        edits in sinew_testing::hostile::hostile_edits(),
+    ) {
+        let fixtures = fixtures();
+        let (name, bytes, _) = &fixtures[which.index(fixtures.len())];
+        let mut frames = Vec::new();
+        FrameDecoder::new().feed(bytes, &mut frames).expect("a recorded stream decodes");
+        let mut events: Vec<(String, Value)> = frames
+            .iter()
+            .filter_map(|f| Some((f.header_str(":event-type")?.to_owned(), serde_json::from_slice(&f.payload).ok()?)))
+            .collect();
+        let mut payloads: Vec<&mut Value> = events.iter_mut().map(|(_, payload)| payload).collect();
+        sinew_testing::hostile::edit_values(&mut payloads, &edits);
+        let edited: Vec<u8> = events
+            .iter()
+            .flat_map(|(kind, payload)| sinew_provider_bedrock::eventstream::event_frame(kind, payload))
+            .collect();
+        let events = decode(&[&edited]);
+        proptest::prop_assert_eq!(sinew_testing::terminal_count(&events), 1, "{}", name);
+    }
+}
