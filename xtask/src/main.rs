@@ -1,7 +1,8 @@
 //! sinew's project automation, run as `cargo xtask <command>`.
 //!
-//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, cargo-deny. It
-//!   installs what it needs and is missing (cargo-nextest, cargo-deny, the interop peers).
+//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, a publish dry run
+//!   of every crate, cargo-deny. It installs what it needs and is missing (cargo-nextest,
+//!   cargo-deny, the interop peers).
 //! - `tidy`: the house rules no compiler checks (see [`tidy`]).
 //! - `conformance`: the MCP conformance suite against our client (the peers of `SINEW_PEERS_DIR`,
 //!   else of `target/peers`, installed when missing).
@@ -120,6 +121,13 @@ fn ci(root: &Path) -> Result<()> {
     doc.args(["doc", "--workspace", "--all-features", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
     step("rustdoc", doc)?;
 
+    // Every crate can be packaged and published in dependency order (a dev-dependency cycle, a
+    // missing version or license fails here). Compiling the packages again is skipped: the
+    // steps above build the same sources.
+    let mut publish = ci_cargo();
+    publish.args(["publish", "--workspace", "--dry-run", "--no-verify", "--allow-dirty", "--quiet"]);
+    step("publish dry run", publish)?;
+
     let mut deny = cargo();
     // Advisories need the network to fetch the database; bans, licenses and sources do not.
     deny.args(["deny", "--all-features", "check", "bans", "licenses", "sources"]);
@@ -144,7 +152,7 @@ fn bench(args: &[String]) -> Result<()> {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
         "e2e" => ("sinew", "e2e"),
-        "compaction" => ("sinew-compaction", "compaction"),
+        "compaction" => ("sinew-agent", "compaction"),
         "sessions" => ("sinew-session", "sessions"),
         other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction, sessions)"),
     };
