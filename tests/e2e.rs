@@ -88,7 +88,7 @@ async fn a_failing_service_is_retried_by_one_policy() {
     let server = MockServer::start(|_| ServedResponse::json(503, &json!({"error": {"message": "overloaded"}}))).await;
     let mut config = AnthropicConfig::new("sk-ant-test");
     config.base_url = server.url();
-    let policy = sinew::RetryConfig { max_retries: 3, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 };
+    let policy = sinew::RetryConfig::new(3, 1, 1.0, 1);
     let mut agent = sinew::Agent::new(AnthropicProvider::new(config), "claude-test").with_retry_config(policy);
     let (events, outcome) = agent.prompt("hi").collect().await;
     assert_eq!(outcome.reason, EndReason::Failed);

@@ -34,7 +34,7 @@ pub fn session(id: &str, agent: &str, loops: usize) -> sinew::session::Session {
 pub fn record(session_id: &str, agent: &str, loop_id: &str) -> sinew::session::LoopRecord {
     let mut answer = sinew::AssistantMessage::new("mock", "m");
     answer.content = vec![sinew::Content::text(format!("answer of {loop_id}"))];
-    let usage = sinew::Usage { input: 10, output: 5, cache_read: 0, cache_write: 0, total_tokens: 15 };
+    let usage = sinew::Usage::new(10, 5).with_cache(0, 0).with_total(15);
     answer.usage = usage;
     sinew::session::LoopRecord {
         loop_id: loop_id.into(),

@@ -15,8 +15,8 @@ use futures::{FutureExt, StreamExt};
 use sinew_compaction::{ContextTracker, TieredCompaction, total_tokens};
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
-    ExecutionTracker, FilterResult, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, RetryConfig, StopReason,
-    StreamEvent, StreamRequest, ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
+    ExecutionTracker, FilterResult, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, StopReason, StreamEvent,
+    StreamRequest, ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
 };
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -729,7 +729,7 @@ impl Run<'_> {
         let mut started = false;
         let mut attempt = 0;
         loop {
-            request.retry = Some(RetryConfig { max_retries: policy.max_retries.saturating_sub(attempt), ..policy });
+            request.retry = Some(policy.with_max_retries(policy.max_retries.saturating_sub(attempt)));
             let call_cancel = self.cancel.child_token();
             let mut stream = config.provider.stream(request, call_cancel.clone());
             let mut streamed = false;

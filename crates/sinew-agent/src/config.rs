@@ -99,6 +99,7 @@ pub type ApprovalPolicyFn = Arc<dyn Fn(ToolCallRef<'_>) -> bool + Send + Sync>;
 /// after_tool_execution_update)* … ToolExecutionEnd → after_tool_execution … TurnEnd → after_turn
 /// … AgentEnd → after_loop`
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct Hooks {
     pub before_loop: Option<BeforeLoopFn>,
     pub after_loop: Option<AfterLoopFn>,
@@ -136,6 +137,7 @@ impl fmt::Debug for Hooks {
 
 /// Everything a loop reads and never changes. Cheap to clone: shared parts are behind `Arc`s.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct AgentLoopConfig {
     pub provider: Arc<dyn StreamProvider>,
     pub model: String,

@@ -111,7 +111,7 @@ mod tests {
     fn answer(input: u64, output: u64, timestamp: u64) -> AgentMessage {
         let mut m = AssistantMessage::new("p", "m");
         m.content = vec![Content::text("x".repeat(40))];
-        m.usage = Usage { input, output, cache_read: 100, cache_write: 0, total_tokens: input + output + 100 };
+        m.usage = Usage::new(input, output).with_cache(100, 0);
         m.timestamp = timestamp;
         m.into()
     }

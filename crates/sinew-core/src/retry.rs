@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// How often and how patiently a failed model call is retried.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct RetryConfig {
     /// Retries after the first attempt; 0 disables retrying.
     pub max_retries: u32,
@@ -25,6 +26,19 @@ impl RetryConfig {
     /// No retries at all.
     pub fn none() -> Self {
         RetryConfig { max_retries: 0, ..RetryConfig::default() }
+    }
+
+    /// `max_retries` retries, the first after `initial_delay_ms`, each next one `multiplier`
+    /// times longer, none longer than `max_delay_ms`.
+    pub fn new(max_retries: u32, initial_delay_ms: u64, multiplier: f64, max_delay_ms: u64) -> Self {
+        RetryConfig { max_retries, initial_delay_ms, backoff_multiplier: multiplier, max_delay_ms }
+    }
+
+    /// This policy with `max_retries` retries.
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
     }
 }
 

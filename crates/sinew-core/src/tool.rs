@@ -101,6 +101,7 @@ pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What a running tool knows about its call.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ToolContext {
     pub tool_call_id: String,
     pub tool_name: String,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Tokens spent by one model call (or summed over several).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct Usage {
     /// Input tokens not read from or written to the cache.
     pub input: u64,
@@ -17,6 +18,27 @@ pub struct Usage {
 /// Counts come from servers, so every sum saturates: a hostile or buggy count can neither panic
 /// nor wrap around below a token limit.
 impl Usage {
+    /// Input and output tokens, with no cache use; `total_tokens` is their sum.
+    pub fn new(input: u64, output: u64) -> Usage {
+        Usage { input, output, cache_read: 0, cache_write: 0, total_tokens: input.saturating_add(output) }
+    }
+
+    /// This usage with cache reads and writes, `total_tokens` grown by them.
+    #[must_use]
+    pub fn with_cache(mut self, cache_read: u64, cache_write: u64) -> Usage {
+        self.cache_read = cache_read;
+        self.cache_write = cache_write;
+        self.total_tokens = self.all_tokens();
+        self
+    }
+
+    /// This usage with the total the service reported.
+    #[must_use]
+    pub fn with_total(mut self, total_tokens: u64) -> Usage {
+        self.total_tokens = total_tokens;
+        self
+    }
+
     /// The whole prompt: `input + cache_read + cache_write`.
     pub fn prompt_tokens(&self) -> u64 {
         self.input.saturating_add(self.cache_read).saturating_add(self.cache_write)

@@ -16,7 +16,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// The retries a provider makes by default before its error reaches the agent loop: two, after
 /// 0.5 s and 1 s (the official SDKs' policy).
 pub fn default_retry() -> RetryConfig {
-    RetryConfig { max_retries: 2, initial_delay_ms: 500, backoff_multiplier: 2.0, max_delay_ms: 8_000 }
+    RetryConfig::new(2, 500, 2.0, 8_000)
 }
 
 /// A failed attempt: the error, whether another attempt may pass, and the delay the server

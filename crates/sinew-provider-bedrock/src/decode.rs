@@ -154,13 +154,9 @@ impl BedrockDecoder {
             "metadata" => {
                 let usage = &payload["usage"];
                 let n = |k: &str| usage[k].as_u64().unwrap_or(0);
-                self.message.usage = Usage {
-                    input: n("inputTokens"),
-                    output: n("outputTokens"),
-                    cache_read: n("cacheReadInputTokens"),
-                    cache_write: n("cacheWriteInputTokens"),
-                    total_tokens: n("totalTokens"),
-                };
+                self.message.usage = Usage::new(n("inputTokens"), n("outputTokens"))
+                    .with_cache(n("cacheReadInputTokens"), n("cacheWriteInputTokens"))
+                    .with_total(n("totalTokens"));
                 if self.stop_reason.is_some() {
                     self.complete(out);
                 }

@@ -132,13 +132,10 @@ impl GeminiEvents {
             return;
         }
         let output = n("candidatesTokenCount").saturating_add(n("thoughtsTokenCount"));
-        self.message.usage = Usage {
-            input: prompt.saturating_sub(cached).saturating_add(n("toolUsePromptTokenCount")),
-            output,
-            cache_read: cached.min(prompt),
-            cache_write: 0,
-            total_tokens: n("totalTokenCount").max(prompt.saturating_add(output)),
-        };
+        self.message.usage =
+            Usage::new(prompt.saturating_sub(cached).saturating_add(n("toolUsePromptTokenCount")), output)
+                .with_cache(cached.min(prompt), 0)
+                .with_total(n("totalTokenCount").max(prompt.saturating_add(output)));
     }
 
     fn part(&mut self, part: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {

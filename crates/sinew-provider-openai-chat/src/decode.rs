@@ -308,13 +308,9 @@ fn usage_of(wire: &WireUsage) -> Usage {
         .unwrap_or(0)
         .min(prompt);
     let output = wire.completion_tokens.unwrap_or(0);
-    Usage {
-        input: prompt - cached,
-        output,
-        cache_read: cached,
-        cache_write: 0,
-        total_tokens: wire.total_tokens.unwrap_or(prompt.saturating_add(output)),
-    }
+    Usage::new(prompt - cached, output)
+        .with_cache(cached, 0)
+        .with_total(wire.total_tokens.unwrap_or(prompt.saturating_add(output)))
 }
 
 /// An error sent in the stream (`event: error`, or a chunk with an `error` field).

@@ -232,13 +232,9 @@ impl ResponsesEvents {
         let input = usage["input_tokens"].as_u64().unwrap_or(0);
         let cached = usage["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0).min(input);
         let output = usage["output_tokens"].as_u64().unwrap_or(0);
-        self.message.usage = Usage {
-            input: input - cached,
-            output,
-            cache_read: cached,
-            cache_write: 0,
-            total_tokens: usage["total_tokens"].as_u64().unwrap_or(input.saturating_add(output)),
-        };
+        self.message.usage = Usage::new(input - cached, output)
+            .with_cache(cached, 0)
+            .with_total(usage["total_tokens"].as_u64().unwrap_or(input.saturating_add(output)));
         let reason = response["incomplete_details"]["reason"].as_str();
         if reason == Some("content_filter") {
             return Err(ProviderError::Api {

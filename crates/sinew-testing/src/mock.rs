@@ -118,7 +118,7 @@ impl MockResponse {
     /// Usage reported with the final message (`total_tokens = input + output`).
     #[must_use]
     pub fn usage(mut self, input: u64, output: u64) -> Self {
-        self.usage = Usage { input, output, total_tokens: input.saturating_add(output), ..Usage::default() };
+        self.usage = Usage::new(input, output);
         self
     }
 

@@ -19,7 +19,7 @@ use crate::server::{MockServer, ReceivedRequest, ServedResponse};
 
 /// Two retries after 1 ms each.
 pub fn quick_retry() -> RetryConfig {
-    RetryConfig { max_retries: 2, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 }
+    RetryConfig::new(2, 1, 1.0, 1)
 }
 
 /// The request every check sends: one user message and an `echo` tool.

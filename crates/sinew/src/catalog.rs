@@ -89,8 +89,7 @@ mod tests {
 
     #[test]
     fn usage_is_priced_and_unknown_models_are_not_free() {
-        let usage =
-            Usage { input: 1_000_000, output: 100_000, cache_read: 2_000_000, cache_write: 0, total_tokens: 3_100_000 };
+        let usage = Usage::new(1_000_000, 100_000).with_cache(2_000_000, 0).with_total(3_100_000);
         // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read per million.
         let dollars = cost("claude-sonnet-4-5-20250929", &usage).unwrap();
         assert!((dollars - (3.0 + 1.5 + 0.6)).abs() < 1e-9, "{dollars}");

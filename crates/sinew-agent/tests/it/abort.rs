@@ -119,13 +119,14 @@ async fn an_abort_before_the_first_turn_still_announces_the_prompt() {
     let (agent, mock) = agent([MockResponse::text("never")]);
     // The observer runs synchronously inside the loop: the abort lands right after AgentStart.
     let handle = agent.handle();
-    let hooks = sinew_agent::Hooks {
-        on_event: Some(std::sync::Arc::new(move |event: &AgentEvent| {
+    let hooks = {
+        let mut hooks = sinew_agent::Hooks::default();
+        hooks.on_event = Some(std::sync::Arc::new(move |event: &AgentEvent| {
             if event.kind() == "agent_start" {
                 handle.abort();
             }
-        })),
-        ..Default::default()
+        }));
+        hooks
     };
     let mut agent = agent.with_hooks(hooks);
     let (events, outcome) = agent.prompt("q").collect().await;

@@ -190,13 +190,14 @@ async fn prompt_with_sender_multiplexes_one_channel() {
 async fn transform_context_and_convert_to_llm_shape_every_request() {
     let (agent, mock) =
         agent([MockResponse::new().tool_call("c", "echo", json!({"text": "x"})), MockResponse::text("ok")]);
-    let hooks = Hooks {
-        transform_context: Some(Arc::new(|messages: &[AgentMessage]| {
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.transform_context = Some(Arc::new(|messages: &[AgentMessage]| {
             let mut out = vec![AgentMessage::user("PREFIX")];
             out.extend_from_slice(messages);
             out
-        })),
-        ..Hooks::default()
+        }));
+        hooks
     };
     let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
     agent.prompt("q").finish().await;
@@ -207,11 +208,12 @@ async fn transform_context_and_convert_to_llm_shape_every_request() {
     assert_eq!(crate::text_of(&agent.messages()[0]), "q", "the stored history is not transformed");
 
     let (agent, mock) = crate::agent([MockResponse::text("ok")]);
-    let hooks = Hooks {
-        convert_to_llm: Some(Arc::new(|messages: &[AgentMessage]| {
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.convert_to_llm = Some(Arc::new(|messages: &[AgentMessage]| {
             messages.iter().map(|m| Message::user(format!("converted {}", crate::text_of(m)))).collect()
-        })),
-        ..Hooks::default()
+        }));
+        hooks
     };
     let mut agent = agent.with_hooks(hooks);
     agent.set_messages(vec![AgentMessage::Extension(ExtensionMessage { kind: "ext".into(), data: json!(null) })]);

@@ -49,17 +49,18 @@ fn logging_hooks(log: &Log) -> Hooks {
         AgentEvent::MessageUpdate { .. } | AgentEvent::MessageStart { .. } | AgentEvent::MessageEnd { .. } => {}
         other => l.push(other.kind()),
     });
-    Hooks {
-        before_loop: Some(before_loop),
-        after_loop: Some(after_loop),
-        before_turn: Some(before_turn),
-        after_turn: Some(after_turn),
-        before_tool_execution: Some(before_tool),
-        after_tool_execution: Some(after_tool),
-        before_tool_execution_update: Some(before_update),
-        after_tool_execution_update: Some(after_update),
-        on_event: Some(on_event),
-        ..Hooks::default()
+    {
+        let mut hooks = Hooks::default();
+        hooks.before_loop = Some(before_loop);
+        hooks.after_loop = Some(after_loop);
+        hooks.before_turn = Some(before_turn);
+        hooks.after_turn = Some(after_turn);
+        hooks.before_tool_execution = Some(before_tool);
+        hooks.after_tool_execution = Some(after_tool);
+        hooks.before_tool_execution_update = Some(before_update);
+        hooks.after_tool_execution_update = Some(after_update);
+        hooks.on_event = Some(on_event);
+        hooks
     }
 }
 
@@ -108,12 +109,13 @@ async fn before_loop_false_ends_the_run_before_agent_start() {
     let (agent, mock) = agent([MockResponse::text("never")]);
     let log = Log::default();
     let l = log.clone();
-    let hooks = Hooks {
-        before_loop: Some(Arc::new(|_: &sinew_agent::AgentContext| false)),
-        after_loop: Some(Arc::new(move |messages: &[AgentMessage], _: &Usage| {
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.before_loop = Some(Arc::new(|_: &sinew_agent::AgentContext| false));
+        hooks.after_loop = Some(Arc::new(move |messages: &[AgentMessage], _: &Usage| {
             l.push(format!("after_loop {}", messages.len()))
-        })),
-        ..Hooks::default()
+        }));
+        hooks
     };
     let mut agent = agent.with_hooks(hooks);
     let (events, outcome) = agent.prompt("q").collect().await;
@@ -127,7 +129,11 @@ async fn before_loop_false_ends_the_run_before_agent_start() {
 async fn before_turn_false_stops_after_the_previous_turn() {
     let (agent, mock) =
         agent([MockResponse::new().tool_call("a", "echo", json!({"text": "x"})), MockResponse::text("never")]);
-    let hooks = Hooks { before_turn: Some(Arc::new(|_: &[AgentMessage], turn| turn < 2)), ..Hooks::default() };
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.before_turn = Some(Arc::new(|_: &[AgentMessage], turn| turn < 2));
+        hooks
+    };
     let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
     let (events, outcome) = agent.prompt("q").collect().await;
     assert_eq!(mock.calls(), 1);
@@ -145,10 +151,11 @@ async fn after_turn_runs_once_per_turn_including_failed_ones_and_on_error_gets_t
     ]);
     let log = Log::default();
     let (l1, l2) = (log.clone(), log.clone());
-    let hooks = Hooks {
-        after_turn: Some(Arc::new(move |_: &[AgentMessage], _: &Usage| l1.push("after_turn"))),
-        on_error: Some(Arc::new(move |message: &str| l2.push(format!("on_error {message}")))),
-        ..Hooks::default()
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.after_turn = Some(Arc::new(move |_: &[AgentMessage], _: &Usage| l1.push("after_turn")));
+        hooks.on_error = Some(Arc::new(move |message: &str| l2.push(format!("on_error {message}"))));
+        hooks
     };
     let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
     let outcome = agent.prompt("q").finish().await;
@@ -172,10 +179,11 @@ async fn before_tool_execution_false_skips_only_that_call() {
     ]);
     let log = Log::default();
     let l = log.clone();
-    let hooks = Hooks {
-        before_tool_execution: Some(Arc::new(|call: ToolCallRef<'_>| call.id != "b")),
-        after_tool_execution: Some(Arc::new(move |call: ToolCallRef<'_>, _: &ToolResult, _| l.push(call.id))),
-        ..Hooks::default()
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.before_tool_execution = Some(Arc::new(|call: ToolCallRef<'_>| call.id != "b"));
+        hooks.after_tool_execution = Some(Arc::new(move |call: ToolCallRef<'_>, _: &ToolResult, _| l.push(call.id)));
+        hooks
     };
     let mut agent = agent.with_tool(EchoTool).with_hooks(hooks);
     let (events, _) = agent.prompt("q").collect().await;
@@ -192,10 +200,12 @@ async fn a_suppressed_update_emits_nothing_and_the_result_is_unchanged() {
     let (agent, _) = agent([MockResponse::new().tool_call("a", "work", json!({})), MockResponse::text("ok")]);
     let log = Log::default();
     let l = log.clone();
-    let hooks = Hooks {
-        before_tool_execution_update: Some(Arc::new(|_: &str, _: &str, _: &ToolResult| false)),
-        after_tool_execution_update: Some(Arc::new(move |_: &str, _: &str, _: &ToolResult| l.push("after_update"))),
-        ..Hooks::default()
+    let hooks = {
+        let mut hooks = Hooks::default();
+        hooks.before_tool_execution_update = Some(Arc::new(|_: &str, _: &str, _: &ToolResult| false));
+        hooks.after_tool_execution_update =
+            Some(Arc::new(move |_: &str, _: &str, _: &ToolResult| l.push("after_update")));
+        hooks
     };
     let mut agent = agent.with_tool(updating_tool()).with_hooks(hooks);
     let (events, _) = agent.prompt("q").collect().await;

@@ -89,7 +89,7 @@ async fn max_duration_reaches_into_a_model_call_that_never_ends() {
 async fn a_day_long_retry_after_is_capped_at_a_minute_and_backs_off_instead() {
     let limited = ProviderError::RateLimited { retry_after_ms: Some(86_400_000), message: "tomorrow".into() };
     let (agent, mock) = agent([MockResponse::error(limited), MockResponse::text("now")]);
-    let mut agent = agent.with_retry_config(RetryConfig { max_retries: 1, ..RetryConfig::default() });
+    let mut agent = agent.with_retry_config(RetryConfig::default().with_max_retries(1));
     let (events, outcome) = agent.prompt("q").collect().await;
     assert_eq!(outcome.final_text().as_deref(), Some("now"));
     let requests = mock.requests();
@@ -144,12 +144,8 @@ impl StreamProvider for SelfRetrying {
 #[tokio::test]
 async fn one_retry_policy_per_call_whoever_retries() {
     let provider = std::sync::Arc::new(SelfRetrying { requests: Default::default() });
-    let mut agent = sinew_agent::Agent::new(std::sync::Arc::clone(&provider), "m").with_retry_config(RetryConfig {
-        max_retries: 3,
-        initial_delay_ms: 1,
-        backoff_multiplier: 1.0,
-        max_delay_ms: 1,
-    });
+    let mut agent = sinew_agent::Agent::new(std::sync::Arc::clone(&provider), "m")
+        .with_retry_config(RetryConfig::new(3, 1, 1.0, 1));
     let (events, outcome) = agent.prompt("q").collect().await;
     assert_eq!(outcome.reason, EndReason::Failed);
     assert_eq!(
@@ -190,7 +186,7 @@ async fn rate_limits_are_retried_after_the_delay_the_service_asked_for() {
 async fn transient_errors_back_off_exponentially_then_give_up() {
     let network = || MockResponse::error(ProviderError::Network("connection reset".into()));
     let (agent, mock) = agent([network(), network(), network(), network(), MockResponse::text("too late")]);
-    let mut agent = agent.with_retry_config(RetryConfig { max_retries: 3, ..RetryConfig::default() });
+    let mut agent = agent.with_retry_config(RetryConfig::default().with_max_retries(3));
     let outcome = agent.prompt("q").finish().await;
     assert_eq!(mock.calls(), 4, "one attempt and three retries");
     assert_eq!(outcome.reason, EndReason::Failed);

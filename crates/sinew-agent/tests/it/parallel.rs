@@ -130,7 +130,7 @@ fn outcome(index: usize, reason: EndReason, tokens: u64, answer: &str) -> Parall
             loop_id: format!("S.m.{index}"),
             reason,
             messages: vec![AgentMessage::user("q"), assistant(answer)],
-            usage: Usage { total_tokens: tokens, ..Usage::default() },
+            usage: Usage::default().with_total(tokens),
             error: None,
             suspension: None,
         },

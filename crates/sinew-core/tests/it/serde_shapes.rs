@@ -32,7 +32,7 @@ fn assistant() -> AssistantMessage {
         stop_reason: StopReason::ToolUse,
         model: "m".into(),
         provider: "mock".into(),
-        usage: Usage { input: 1, output: 2, cache_read: 3, cache_write: 4, total_tokens: 10 },
+        usage: Usage::new(1, 2).with_cache(3, 4).with_total(10),
         timestamp: 7,
         error_message: None,
     }
@@ -268,8 +268,8 @@ fn configs_round_trip() {
 
 #[test]
 fn usage_math() {
-    let u = Usage { input: 20, output: 5, cache_read: 60, cache_write: 20, total_tokens: 105 };
+    let u = Usage::new(20, 5).with_cache(60, 20).with_total(105);
     assert!((u.cache_hit_rate() - 0.6).abs() < 1e-9);
     assert_eq!(Usage::default().cache_hit_rate(), 0.0);
-    assert_eq!(u.combine(&u), Usage { input: 40, output: 10, cache_read: 120, cache_write: 40, total_tokens: 210 });
+    assert_eq!(u.combine(&u), Usage::new(40, 10).with_cache(120, 40).with_total(210));
 }

@@ -14,7 +14,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 /// Fast retries, so tests do not wait for the default backoff.
 fn quick(max_retries: u32) -> RetryConfig {
-    RetryConfig { max_retries, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 }
+    RetryConfig::new(max_retries, 1, 1.0, 1)
 }
 
 fn request(server: &MockServer) -> HttpRequest {
@@ -73,7 +73,7 @@ async fn retry_after_in_seconds_is_honoured() {
         MockServer::scripted([ServedResponse::new(429).header("retry-after", "1"), ServedResponse::sse("ok")]).await;
     let logs = Logs::default();
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(logs.clone()));
-    let retry = RetryConfig { initial_delay_ms: 1, max_delay_ms: 1, ..RetryConfig::default() };
+    let retry = RetryConfig::new(3, 1, 2.0, 1);
     HttpClient::new().send(&request(&server), &retry, &CancellationToken::new()).await.unwrap();
     assert_eq!(logs.retry_delays(), [1000], "the server's delay beats the 1 ms backoff");
 }

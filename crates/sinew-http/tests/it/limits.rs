@@ -81,7 +81,7 @@ impl Protocol for Lines {
 }
 
 fn provider(server: &MockServer, limits: StreamLimits) -> HttpProvider<Lines> {
-    let retry = RetryConfig { max_retries: 2, initial_delay_ms: 1, backoff_multiplier: 1.0, max_delay_ms: 1 };
+    let retry = RetryConfig::new(2, 1, 1.0, 1);
     HttpProvider::<Lines>::new(LinesConfig { url: server.url() }).with_retry(retry).with_limits(limits)
 }
 

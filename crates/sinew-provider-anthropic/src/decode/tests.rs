@@ -111,7 +111,7 @@ fn tool_calls_without_input_fragments_take_an_empty_object() {
     assert_eq!(error, None);
     assert_eq!(message.content, [Content::tool_call("t", "now", json!({}))]);
     assert_eq!(message.stop_reason, StopReason::ToolUse);
-    assert_eq!(message.usage, Usage { input: 3, output: 9, cache_read: 0, cache_write: 0, total_tokens: 12 });
+    assert_eq!(message.usage, Usage::new(3, 9).with_cache(0, 0).with_total(12));
 }
 
 #[test]

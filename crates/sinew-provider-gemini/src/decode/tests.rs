@@ -41,7 +41,7 @@ fn thoughts_text_and_signatures_land_on_their_blocks() {
             Content::Text { text: "Answer".into(), signature: Some("S".into()) },
         ]
     );
-    assert_eq!(message.usage, Usage { input: 6, output: 5, cache_read: 4, cache_write: 0, total_tokens: 15 });
+    assert_eq!(message.usage, Usage::new(6, 5).with_cache(4, 0).with_total(15));
 }
 
 #[test]

@@ -111,7 +111,7 @@ fn usage_after_the_finish_reason_and_cached_tokens() {
     .concat();
     let message = done(&decode(&stream)).clone();
     assert_eq!(message.stop_reason, StopReason::Length);
-    assert_eq!(message.usage, Usage { input: 40, output: 7, cache_read: 60, cache_write: 0, total_tokens: 107 });
+    assert_eq!(message.usage, Usage::new(40, 7).with_cache(60, 0).with_total(107));
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn argument_deltas_are_checked_against_done_which_wins() {
     assert!(
         matches!(&events[1], StreamEvent::Delta(StreamDelta::ToolCall { id: Some(id), name: Some(n), .. }) if id == "call_1" && n == "f")
     );
-    assert_eq!(message.usage, Usage { input: 6, output: 3, cache_read: 4, cache_write: 0, total_tokens: 13 });
+    assert_eq!(message.usage, Usage::new(6, 3).with_cache(4, 0).with_total(13));
 }
 
 #[test]

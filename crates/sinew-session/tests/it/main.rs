@@ -27,7 +27,7 @@ pub(crate) fn session(id: &str, agent: &str, loops: usize) -> Session {
 pub(crate) fn record(session_id: &str, agent: &str, loop_id: &str) -> LoopRecord {
     let mut answer = AssistantMessage::new("mock", "m");
     answer.content = vec![Content::text(format!("answer of {loop_id}"))];
-    answer.usage = Usage { input: 10, output: 5, cache_read: 0, cache_write: 0, total_tokens: 15 };
+    answer.usage = Usage::new(10, 5).with_cache(0, 0).with_total(15);
     LoopRecord {
         loop_id: loop_id.into(),
         session_id: session_id.into(),
@@ -36,7 +36,7 @@ pub(crate) fn record(session_id: &str, agent: &str, loop_id: &str) -> LoopRecord
         started_at: 1_000,
         ended_at: Some(2_000),
         messages: vec![AgentMessage::user(format!("prompt of {loop_id}")), answer.into()],
-        usage: Usage { input: 10, output: 5, cache_read: 0, cache_write: 0, total_tokens: 15 },
+        usage: Usage::new(10, 5).with_cache(0, 0).with_total(15),
         ..LoopRecord::default()
     }
 }
