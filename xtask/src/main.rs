@@ -43,7 +43,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | compaction | sessions> [args]>"
+                "usage: cargo xtask <ci | tidy | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | compaction | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -146,15 +146,16 @@ fn target_dir() -> Result<PathBuf> {
 
 fn bench(args: &[String]) -> Result<()> {
     let Some(name) = args.first() else {
-        bail!("usage: cargo xtask bench <loop | decode | e2e | compaction | sessions> [args]")
+        bail!("usage: cargo xtask bench <loop | decode | e2e | compaction | sessions | sse> [args]")
     };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
         "e2e" => ("sinew", "e2e"),
         "compaction" => ("sinew-agent", "compaction"),
+        "sse" => ("sinew-http", "sse"),
         "sessions" => ("sinew-session", "sessions"),
-        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction, sessions)"),
+        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction, sessions, sse)"),
     };
     let mut command = cargo();
     if name == "e2e" {

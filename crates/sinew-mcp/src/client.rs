@@ -368,7 +368,7 @@ impl McpClient {
         McpClientBuilder::default()
     }
 
-    /// Spawns `program` with `args` and `env` (on top of [`DEFAULT_INHERITED_ENV`]) and connects
+    /// Spawns `program` with `args` and `env` (on top of [`DEFAULT_INHERITED_ENV`](crate::DEFAULT_INHERITED_ENV)) and connects
     /// over stdio with the defaults (REQ-114).
     pub async fn connect_stdio<I, S>(program: &str, args: I, env: HashMap<String, String>) -> Result<Self, McpError>
     where
