@@ -1,6 +1,9 @@
 //! A real HTTP/1.1 server on loopback, answering from a script or a function. For transport
-//! tests that need what a canned response cannot do: bodies streamed in timed chunks,
-//! connections dropped mid-body, responses that hang.
+//! tests that need what a canned response cannot do, and so what `wiremock` cannot: bodies
+//! streamed in timed chunks, connections dropped mid-body, responses that hang or never end.
+//! Request matching, statuses, retries and error paths are tested with `wiremock` (see
+//! [`crate::transport`]); a [`ServedResponse`] that is plain data becomes a wiremock response
+//! with [`ServedResponse::to_wiremock`].
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -131,6 +134,36 @@ impl ServedResponse {
     pub fn then_hang(mut self) -> Self {
         self.end = BodyEnd::Hang;
         self
+    }
+
+    /// The same response for a `wiremock` server: status, headers and the whole body at once.
+    /// Only for a response that ends normally; pauses are dropped.
+    pub fn to_wiremock(&self) -> wiremock::ResponseTemplate {
+        let mut body = Vec::new();
+        for part in &self.parts {
+            match part {
+                Part::Bytes(bytes) => body.extend_from_slice(bytes),
+                Part::Repeat { bytes, times: Some(times), .. } => {
+                    for _ in 0..*times {
+                        body.extend_from_slice(bytes);
+                    }
+                }
+                Part::Pause(_) | Part::Repeat { times: None, .. } => {}
+            }
+        }
+        let mut template = wiremock::ResponseTemplate::new(self.status);
+        let mut content_type = None;
+        for (name, value) in &self.headers {
+            if name.eq_ignore_ascii_case("content-type") {
+                content_type = Some(value.clone());
+            } else {
+                template = template.append_header(name.as_str(), value.as_str());
+            }
+        }
+        match content_type {
+            Some(mime) => template.set_body_raw(body, &mime),
+            None => template.set_body_bytes(body),
+        }
     }
 
     fn into_hyper(self) -> hyper::Response<Body> {

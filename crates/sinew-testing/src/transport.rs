@@ -4,6 +4,9 @@
 //!
 //! A provider crate calls each check from its own `#[tokio::test]` with its protocol's bodies;
 //! `make` builds the provider for a base URL, with [`quick_retry`] so tests do not wait.
+//!
+//! Statuses, retries and error paths run against `wiremock` servers; a stream cut mid-body and a
+//! body that never ends need [`MockServer`], which can dribble and break a body.
 
 use std::time::Duration;
 
@@ -16,6 +19,42 @@ use sinew_core::{
 };
 
 use crate::server::{MockServer, ReceivedRequest, ServedResponse};
+
+/// A wiremock server answering every request with `responses` in order, each once; the last
+/// one again after that.
+async fn wiremock_serving(responses: &[ServedResponse]) -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    let count = responses.len();
+    for (i, response) in responses.iter().enumerate() {
+        let mock = wiremock::Mock::given(wiremock::matchers::any()).respond_with(response.to_wiremock());
+        // Earlier responses first (a lower number is a higher priority), each used once.
+        let mock = mock.with_priority(u8::try_from(i + 1).unwrap_or(u8::MAX));
+        let mock = if i + 1 < count { mock.up_to_n_times(1) } else { mock };
+        mock.mount(&server).await;
+    }
+    server
+}
+
+/// What a wiremock server received, as [`ReceivedRequest`]s.
+async fn received(server: &wiremock::MockServer) -> Vec<ReceivedRequest> {
+    let requests = server.received_requests().await.unwrap_or_default();
+    requests
+        .into_iter()
+        .map(|r| ReceivedRequest {
+            method: r.method.to_string(),
+            path: match r.url.query() {
+                Some(query) => format!("{}?{query}", r.url.path()),
+                None => r.url.path().to_owned(),
+            },
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .collect(),
+            body: r.body,
+        })
+        .collect()
+}
 
 /// Two retries after 1 ms each.
 pub fn quick_retry() -> RetryConfig {
@@ -56,8 +95,8 @@ pub async fn happy_path<P: StreamProvider>(
     make: impl Fn(&str) -> P,
     response: ServedResponse,
 ) -> (AssistantMessage, ReceivedRequest) {
-    let server = MockServer::scripted([response]).await;
-    let provider = make(&server.url());
+    let server = wiremock_serving(&[response]).await;
+    let provider = make(&server.uri());
     let (events, terminal) = run(&provider, CancellationToken::new()).await;
     let message = terminal.unwrap_or_else(|(e, _)| panic!("happy path failed: {e}"));
     assert!(matches!(events.first(), Some(StreamEvent::Start)), "the stream starts with Start");
@@ -65,7 +104,7 @@ pub async fn happy_path<P: StreamProvider>(
         message.stop_reason,
         if message.tool_calls().next().is_some() { StopReason::ToolUse } else { StopReason::Stop }
     );
-    let requests = server.requests();
+    let requests = received(&server).await;
     assert_eq!(requests.len(), 1);
     (message, requests.into_iter().next().expect("the server recorded the request"))
 }
@@ -73,42 +112,42 @@ pub async fn happy_path<P: StreamProvider>(
 /// 401 → [`ProviderError::Auth`], not retried.
 pub async fn auth_failure<P: StreamProvider>(make: impl Fn(&str) -> P) {
     let server =
-        MockServer::scripted([ServedResponse::json(401, &json!({"error": {"message": "invalid api key"}}))]).await;
-    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+        wiremock_serving(&[ServedResponse::json(401, &json!({"error": {"message": "invalid api key"}}))]).await;
+    let (_, terminal) = run(&make(&server.uri()), CancellationToken::new()).await;
     let (error, partial) = terminal.expect_err("401 must fail");
     assert!(matches!(&error, ProviderError::Auth(m) if m.contains("invalid api key")), "{error:?}");
     assert_eq!(partial.stop_reason, StopReason::Error);
-    assert_eq!(server.requests().len(), 1, "authentication failures are not retried");
+    assert_eq!(received(&server).await.len(), 1, "authentication failures are not retried");
 }
 
 /// 429 with `retry-after` → retried, then `ok` succeeds.
 pub async fn rate_limit_retried<P: StreamProvider>(make: impl Fn(&str) -> P, ok: ServedResponse) {
-    let server = MockServer::scripted([
+    let server = wiremock_serving(&[
         ServedResponse::json(429, &json!({"error": {"message": "rate limited"}})).header("retry-after", "0"),
         ok,
     ])
     .await;
-    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    let (_, terminal) = run(&make(&server.uri()), CancellationToken::new()).await;
     terminal.unwrap_or_else(|(e, _)| panic!("the retry must succeed: {e}"));
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(received(&server).await.len(), 2);
 }
 
 /// 500 → retried, then `ok` succeeds.
 pub async fn server_error_retried<P: StreamProvider>(make: impl Fn(&str) -> P, ok: ServedResponse) {
-    let server = MockServer::scripted([ServedResponse::new(500).chunk("internal error"), ok]).await;
-    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    let server = wiremock_serving(&[ServedResponse::new(500).chunk("internal error"), ok]).await;
+    let (_, terminal) = run(&make(&server.uri()), CancellationToken::new()).await;
     terminal.unwrap_or_else(|(e, _)| panic!("the retry must succeed: {e}"));
-    assert_eq!(server.requests().len(), 2);
+    assert_eq!(received(&server).await.len(), 2);
 }
 
 /// 400 with the service's overflow body → [`ProviderError::ContextOverflow`], not retried.
 pub async fn context_overflow<P: StreamProvider>(make: impl Fn(&str) -> P, body: serde_json::Value) {
-    let server = MockServer::scripted([ServedResponse::json(400, &body)]).await;
-    let (_, terminal) = run(&make(&server.url()), CancellationToken::new()).await;
+    let server = wiremock_serving(&[ServedResponse::json(400, &body)]).await;
+    let (_, terminal) = run(&make(&server.uri()), CancellationToken::new()).await;
     let (error, partial) = terminal.expect_err("overflow must fail");
     assert!(matches!(error, ProviderError::ContextOverflow { .. }), "{error:?}");
     assert!(partial.is_context_overflow(), "the partial message reports the overflow: {partial:?}");
-    assert_eq!(server.requests().len(), 1);
+    assert_eq!(received(&server).await.len(), 1);
 }
 
 /// The connection is cut after `partial_stream`: a network error whose partial message keeps
