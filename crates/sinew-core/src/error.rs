@@ -1,6 +1,76 @@
 //! Errors of providers and tools.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What went wrong on the way to a service: a message, and the error that caused it when there
+/// is one (a hyper, rustls or I/O error), reachable through [`std::error::Error::source`].
+///
+/// Two are equal when their messages are: the cause is for inspection, not identity. It
+/// dereferences to its message.
+#[derive(Clone)]
+pub struct NetworkError {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl NetworkError {
+    /// `message`, caused by `source`.
+    pub fn with_source(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        NetworkError { message: message.into(), source: Some(Arc::new(source)) }
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::ops::Deref for NetworkError {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<String> for NetworkError {
+    fn from(message: String) -> Self {
+        NetworkError { message, source: None }
+    }
+}
+
+impl From<&str> for NetworkError {
+    fn from(message: &str) -> Self {
+        NetworkError::from(message.to_owned())
+    }
+}
+
+impl PartialEq for NetworkError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl Eq for NetworkError {}
+
+impl fmt::Debug for NetworkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.message, f)
+    }
+}
+
+impl fmt::Display for NetworkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NetworkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// Why a model call failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -12,9 +82,10 @@ pub enum ProviderError {
     /// The service failed or is overloaded (5xx, 529); worth retrying.
     #[error("service unavailable (status {status}): {message}")]
     Unavailable { status: u16, message: String },
-    /// The connection failed or broke; worth retrying.
+    /// The connection failed or broke; worth retrying. The underlying error is its
+    /// [`source`](std::error::Error::source).
     #[error("network error: {0}")]
-    Network(String),
+    Network(#[source] NetworkError),
     /// The credentials were missing or refused.
     #[error("authentication failed: {0}")]
     Auth(String),

@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use sinew_core::ProviderError;
+use sinew_core::{NetworkError, ProviderError};
 use tokio::net::TcpStream;
 use tower_service::Service;
 
@@ -78,13 +78,13 @@ impl HttpClient {
             .map_err(|e| ProviderError::Other(format!("invalid request to {}: {e}", redact_url(&request.url))))?;
         let response = match tokio::time::timeout(self.read_timeout, self.inner.request(http_request)).await {
             Err(_) => {
-                return Err(ProviderError::Network(format!(
-                    "no response from {} within {:?}",
-                    redact_url(&request.url),
-                    self.read_timeout
-                )));
+                return Err(ProviderError::Network(
+                    format!("no response from {} within {:?}", redact_url(&request.url), self.read_timeout).into(),
+                ));
             }
-            Ok(Err(error)) => return Err(ProviderError::Network(error_chain(&error))),
+            Ok(Err(error)) => {
+                return Err(ProviderError::Network(NetworkError::with_source(error_chain(&error), error)));
+            }
             Ok(Ok(response)) => response,
         };
         let (parts, body) = response.into_parts();
@@ -284,13 +284,14 @@ impl HttpResponse {
         loop {
             let frame = match tokio::time::timeout(self.read_timeout, self.body.frame()).await {
                 Err(_) => {
-                    return Err(ProviderError::Network(format!(
-                        "the response stalled: no data for {:?}",
-                        self.read_timeout
-                    )));
+                    return Err(ProviderError::Network(
+                        format!("the response stalled: no data for {:?}", self.read_timeout).into(),
+                    ));
                 }
                 Ok(None) => return Ok(None),
-                Ok(Some(Err(error))) => return Err(ProviderError::Network(error_chain(&error))),
+                Ok(Some(Err(error))) => {
+                    return Err(ProviderError::Network(NetworkError::with_source(error_chain(&error), error)));
+                }
                 Ok(Some(Ok(frame))) => frame,
             };
             if let Ok(data) = frame.into_data()

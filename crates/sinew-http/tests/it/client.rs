@@ -139,6 +139,18 @@ async fn refused_connections_are_network_errors() {
     let request = HttpRequest::post_json(format!("http://127.0.0.1:{port}/"), "{}");
     let error = HttpClient::new().send(&request, &quick(1), &CancellationToken::new()).await.unwrap_err();
     assert!(matches!(&error, ProviderError::Network(m) if m.contains("onnect")), "{error:?}");
+    // The cause is kept: the client's own error, and the I/O error under it.
+    let network = std::error::Error::source(&error).expect("the network error");
+    let client = network.source().expect("the HTTP client's error");
+    let mut io = client.source();
+    while let Some(cause) = io {
+        if let Some(io_error) = cause.downcast_ref::<std::io::Error>() {
+            assert_eq!(io_error.kind(), std::io::ErrorKind::ConnectionRefused);
+            return;
+        }
+        io = cause.source();
+    }
+    panic!("no I/O error in the chain of {error:?}");
 }
 
 #[tokio::test]
