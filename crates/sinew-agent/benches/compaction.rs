@@ -79,7 +79,7 @@ fn compaction_times() {
         let mut kept = 0;
         let compact = median(runs, || kept = black_box(compact_messages(black_box(&messages), &config)).len());
         // A history just within budget: the pass only counts.
-        let roomy = ContextConfig { max_context_tokens: usize::MAX, ..ContextConfig::default() };
+        let roomy = ContextConfig::default().with_max_context_tokens(usize::MAX);
         let noop = median(runs, || assert_eq!(compact_messages(black_box(&messages), &roomy).len(), len));
         println!(
             "{len:>9} {tokens:>12} {kept:>10} {:>9.2} ms {:>9.3} ms",

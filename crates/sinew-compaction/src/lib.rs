@@ -18,7 +18,7 @@
 //! use sinew_compaction::{compact_messages, total_tokens};
 //! use sinew_core::{AgentMessage, ContextConfig};
 //!
-//! let config = ContextConfig { max_context_tokens: 600, system_prompt_tokens: 100, keep_recent: 4, ..Default::default() };
+//! let config = ContextConfig::default().with_max_context_tokens(600).with_system_prompt_tokens(100).with_keep_recent(4);
 //! let history: Vec<AgentMessage> = (0..100).map(|i| AgentMessage::user(format!("message {i}: {}", "x".repeat(40)))).collect();
 //! let compacted = compact_messages(&history, &config);
 //! assert!(total_tokens(&compacted, &*config.token_counter) <= config.history_budget());

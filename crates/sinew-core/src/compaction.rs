@@ -63,6 +63,7 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// The history's budget is `max_context_tokens - system_prompt_tokens`
 /// ([`ContextConfig::history_budget`]).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ContextConfig {
     pub max_context_tokens: usize,
     pub system_prompt_tokens: usize,
@@ -86,6 +87,42 @@ impl Default for ContextConfig {
 }
 
 impl ContextConfig {
+    #[must_use]
+    pub fn with_max_context_tokens(mut self, tokens: usize) -> Self {
+        self.max_context_tokens = tokens;
+        self
+    }
+
+    #[must_use]
+    pub fn with_system_prompt_tokens(mut self, tokens: usize) -> Self {
+        self.system_prompt_tokens = tokens;
+        self
+    }
+
+    #[must_use]
+    pub fn with_keep_recent(mut self, messages: usize) -> Self {
+        self.keep_recent = messages;
+        self
+    }
+
+    #[must_use]
+    pub fn with_keep_first(mut self, messages: usize) -> Self {
+        self.keep_first = messages;
+        self
+    }
+
+    #[must_use]
+    pub fn with_tool_output_max_lines(mut self, lines: usize) -> Self {
+        self.tool_output_max_lines = lines;
+        self
+    }
+
+    #[must_use]
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.token_counter = counter;
+        self
+    }
+
     /// The tokens the history may take: the context window less the system prompt's share.
     pub fn history_budget(&self) -> usize {
         self.max_context_tokens.saturating_sub(self.system_prompt_tokens)

@@ -60,9 +60,16 @@ pub enum CacheStrategy {
 
 /// Prompt caching settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CacheConfig {
     pub enabled: bool,
     pub strategy: CacheStrategy,
+}
+
+impl CacheConfig {
+    pub fn new(enabled: bool, strategy: CacheStrategy) -> Self {
+        CacheConfig { enabled, strategy }
+    }
 }
 
 impl Default for CacheConfig {
@@ -98,10 +105,31 @@ pub enum ToolExecution {
 /// Limits on one agent run. Exceeding one stops the run with a note in the history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct ExecutionLimits {
     pub max_turns: usize,
     pub max_total_tokens: u64,
     pub max_duration: Duration,
+}
+
+impl ExecutionLimits {
+    #[must_use]
+    pub fn with_max_turns(mut self, max_turns: usize) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    #[must_use]
+    pub fn with_max_total_tokens(mut self, max_total_tokens: u64) -> Self {
+        self.max_total_tokens = max_total_tokens;
+        self
+    }
+
+    #[must_use]
+    pub fn with_max_duration(mut self, max_duration: Duration) -> Self {
+        self.max_duration = max_duration;
+        self
+    }
 }
 
 impl Default for ExecutionLimits {

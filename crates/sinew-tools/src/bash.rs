@@ -255,18 +255,22 @@ fn kill_cookie_holders(cookie: &str) {
     let _ = cookie;
 }
 
-/// Kills the group and the cookie's holders when dropped: also when the call itself is dropped
-/// mid-run.
+/// Kills the group and the cookie's holders when dropped before the call cleaned up itself:
+/// when the call is dropped mid-run.
 struct CallGuard {
     pid: Option<u32>,
     cookie: String,
+    cleaned_up: bool,
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
+        if self.cleaned_up {
+            return;
+        }
         kill_group(self.pid);
         // Blocking work in a destructor: it reads /proc for a few milliseconds; a dropped call
-        // has no runtime to hand it to.
+        // has no task left to hand it to.
         kill_cookie_holders(&self.cookie);
     }
 }
@@ -344,7 +348,7 @@ impl AgentTool for BashTool {
         process.process_group(0);
         let mut child = process.spawn().map_err(|e| ToolError::Failed(format!("cannot run bash: {e}")))?;
         let pid = child.id();
-        let guard = CallGuard { pid, cookie };
+        let mut guard = CallGuard { pid, cookie, cleaned_up: false };
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(ToolError::Failed("bash started without its pipes".into()));
         };
@@ -376,6 +380,7 @@ impl AgentTool for BashTool {
         let _ = child.wait().await;
         let cookie = guard.cookie.clone();
         let _ = tokio::task::spawn_blocking(move || kill_cookie_holders(&cookie)).await;
+        guard.cleaned_up = true;
         // Read what is still in the pipes, but never wait on them past the deadline and a
         // short grace: a process that escaped still holds them open.
         let incomplete = tokio::select! {

@@ -34,7 +34,7 @@ fn smoke_agent_has_documented_defaults_and_builders_apply() {
         .with_steering_mode(QueueMode::All)
         .with_follow_up_mode(QueueMode::All)
         .with_retry_config(RetryConfig::none())
-        .with_cache_config(CacheConfig { enabled: false, strategy: CacheStrategy::Disabled })
+        .with_cache_config(CacheConfig::new(false, CacheStrategy::Disabled))
         .with_execution_limits(None)
         .with_context_config(None)
         .with_provider(MockProvider::new([]).with_provider_id("other-provider"));

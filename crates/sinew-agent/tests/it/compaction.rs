@@ -26,14 +26,7 @@ fn tool_user() -> Arc<MockProvider> {
 }
 
 fn small_context() -> ContextConfig {
-    ContextConfig {
-        max_context_tokens: 6_000,
-        system_prompt_tokens: 500,
-        keep_recent: 10,
-        keep_first: 2,
-        tool_output_max_lines: 20,
-        ..ContextConfig::default()
-    }
+    ContextConfig::default().with_max_context_tokens(6_000).with_system_prompt_tokens(500).with_keep_recent(10).with_keep_first(2).with_tool_output_max_lines(20)
 }
 
 #[tokio::test]

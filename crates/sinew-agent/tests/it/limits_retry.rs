@@ -15,7 +15,7 @@ fn tool_turn(id: &str) -> MockResponse {
 #[tokio::test]
 async fn max_turns_stops_after_exactly_that_many_model_calls() {
     let (agent, mock) = agent([tool_turn("1"), tool_turn("2"), tool_turn("3"), MockResponse::text("never")]);
-    let limits = ExecutionLimits { max_turns: 2, ..ExecutionLimits::default() };
+    let limits = ExecutionLimits::default().with_max_turns(2);
     let mut agent = agent.with_tool(EchoTool).with_execution_limits(Some(limits));
     let outcome = agent.prompt("q").finish().await;
     assert_eq!(mock.calls(), 2);
@@ -27,7 +27,7 @@ async fn max_turns_stops_after_exactly_that_many_model_calls() {
 #[tokio::test]
 async fn max_total_tokens_stops_the_run() {
     let (agent, mock) = agent([tool_turn("1"), tool_turn("2"), tool_turn("3")]);
-    let limits = ExecutionLimits { max_total_tokens: 100, ..ExecutionLimits::default() };
+    let limits = ExecutionLimits::default().with_max_total_tokens(100);
     let mut agent = agent.with_tool(EchoTool).with_execution_limits(Some(limits));
     let outcome = agent.prompt("q").finish().await;
     assert_eq!(mock.calls(), 2, "60 tokens, then 120 ≥ 100");
@@ -39,7 +39,7 @@ async fn max_total_tokens_stops_the_run() {
 async fn server_counts_near_the_maximum_saturate_instead_of_wrapping_under_the_limit() {
     let huge = |id: &str| MockResponse::new().tool_call(id, "echo", json!({"text": id})).usage(u64::MAX - 1, 1);
     let (agent, mock) = agent([huge("1"), huge("2"), huge("3")]);
-    let limits = ExecutionLimits { max_total_tokens: u64::MAX, ..ExecutionLimits::default() };
+    let limits = ExecutionLimits::default().with_max_total_tokens(u64::MAX);
     let mut agent = agent.with_tool(EchoTool).with_execution_limits(Some(limits));
     let outcome = agent.prompt("q").finish().await;
     assert_eq!(mock.calls(), 1, "the first call reaches the limit; a wrapped sum would have gone on");
@@ -54,7 +54,7 @@ async fn max_duration_stops_the_run() {
         Ok(ToolResult::text("slow"))
     });
     let (agent, mock) = agent([tool_turn("1"), tool_turn("2")]);
-    let limits = ExecutionLimits { max_duration: Duration::from_secs(30), ..ExecutionLimits::default() };
+    let limits = ExecutionLimits::default().with_max_duration(Duration::from_secs(30));
     let mut agent = agent.with_tool(slow).with_execution_limits(Some(limits));
     let started = tokio::time::Instant::now();
     let (events, outcome) = agent.prompt("q").collect().await;
@@ -72,7 +72,7 @@ async fn max_duration_stops_the_run() {
 #[tokio::test(start_paused = true)]
 async fn max_duration_reaches_into_a_model_call_that_never_ends() {
     let (agent, mock) = agent([MockResponse::new().text_delta("thinking about it").hang()]);
-    let limits = ExecutionLimits { max_duration: Duration::from_secs(30), ..ExecutionLimits::default() };
+    let limits = ExecutionLimits::default().with_max_duration(Duration::from_secs(30));
     let mut agent = agent.with_execution_limits(Some(limits));
     let started = tokio::time::Instant::now();
     let outcome = agent.prompt("q").finish().await;

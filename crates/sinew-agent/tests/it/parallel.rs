@@ -221,7 +221,7 @@ async fn answers_too_long_for_the_judge_are_compacted_for_it_only() {
     let judge = Arc::new(MockProvider::new([MockResponse::text("1")]));
     let mut judge_config = config(&judge, "judge-model");
     judge_config.context_config =
-        Some(ContextConfig { max_context_tokens: 3_000, system_prompt_tokens: 500, ..ContextConfig::default() });
+        Some(ContextConfig::default().with_max_context_tokens(3_000).with_system_prompt_tokens(500));
     let strategy = LlmJudgeEvaluation::new(judge_config);
     let long: String = (0..3_000).map(|i| format!("line {i} of a long answer\n")).collect();
     let configs = [branch(&long, 1).1, branch(&long, 2).1];
@@ -402,7 +402,7 @@ async fn a_judge_that_cannot_fit_the_candidates_says_so_and_judges_anyway() {
     let judge = Arc::new(MockProvider::new([MockResponse::text("2")]));
     let mut judge_config = config(&judge, "judge-model");
     judge_config.context_config =
-        Some(ContextConfig { max_context_tokens: 300, system_prompt_tokens: 100, ..ContextConfig::default() });
+        Some(ContextConfig::default().with_max_context_tokens(300).with_system_prompt_tokens(100));
     let strategy = LlmJudgeEvaluation::new(judge_config);
     let configs = [branch("a", 1).1, branch("b", 2).1];
     let mut context = AgentContext::default();

@@ -87,7 +87,7 @@ fn run_case(steps: Vec<Step>, abort_at: Option<usize>, mode: ToolExecution) {
             .with_tool(fail)
             .with_tool_execution(mode)
             .with_retry_config(RetryConfig::none())
-            .with_execution_limits(Some(ExecutionLimits { max_turns: 6, ..ExecutionLimits::default() }));
+            .with_execution_limits(Some(ExecutionLimits::default().with_max_turns(6)));
         for prompt in 0..2 {
             let handle = agent.handle();
             let mut run = agent.prompt(format!("prompt {prompt}"));

@@ -33,7 +33,7 @@ fn session(turns: usize) -> Vec<AgentMessage> {
 }
 
 fn config(max_context_tokens: usize) -> ContextConfig {
-    ContextConfig { max_context_tokens, system_prompt_tokens: 0, keep_recent: 4, keep_first: 2, ..Default::default() }
+    ContextConfig::default().with_max_context_tokens(max_context_tokens).with_system_prompt_tokens(0).with_keep_recent(4).with_keep_first(2)
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn a_history_within_budget_is_borrowed_untouched() {
 fn the_system_prompt_share_is_reserved() {
     let history = session(3);
     let total = total_tokens(&history, H);
-    let config = ContextConfig { system_prompt_tokens: 10, ..config(total) };
+    let config = config(total).with_system_prompt_tokens(10);
     assert!(matches!(compact_messages(&history, &config), Cow::Owned(_)));
 }
 
@@ -211,7 +211,7 @@ fn oversized_texts_are_shortened_as_a_last_resort() {
 fn a_huge_first_message_and_last_result_still_fit() {
     let history =
         vec![user(&"q".repeat(100_000), 1), said("working", 2), calls(&["a"], 3), result("a", &"r".repeat(100_000), 4)];
-    let config = ContextConfig { max_context_tokens: 2_000, system_prompt_tokens: 200, ..config(0) };
+    let config = config(0).with_max_context_tokens(2_000).with_system_prompt_tokens(200);
     let compacted = compact_messages(&history, &config);
     assert!(total_tokens(&compacted, H) <= 1_800);
     assert_eq!(original_stamps(&compacted)[0], 1);
@@ -250,7 +250,7 @@ fn the_configured_token_counter_decides() {
     let heuristic = total_tokens(&history, H);
     let config = config(heuristic);
     assert!(matches!(compact_messages(&history, &config), Cow::Borrowed(_)));
-    let precise = ContextConfig { token_counter: std::sync::Arc::new(PerByte), ..config };
+    let precise = config.with_token_counter(std::sync::Arc::new(PerByte));
     let compacted = compact_messages(&history, &precise);
     assert!(matches!(compacted, Cow::Owned(_)), "the same history is too big when counted per byte");
     assert!(total_tokens(&compacted, &PerByte) <= precise.history_budget());

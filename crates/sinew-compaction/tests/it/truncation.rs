@@ -84,10 +84,10 @@ fn the_newest_turn_is_kept_even_over_budget() {
 #[tokio::test]
 async fn as_a_strategy_it_takes_the_smaller_budget() {
     let history: Vec<AgentMessage> = (0..10).map(|i| user(&x(400), i + 1)).collect();
-    let config = ContextConfig { max_context_tokens: 400, system_prompt_tokens: 100, ..Default::default() };
+    let config = ContextConfig::default().with_max_context_tokens(400).with_system_prompt_tokens(100);
     let kept = TokenBudgetTruncation::default().compact(&history, &config).await.unwrap();
     assert!(total_tokens(&kept, H) <= 300);
     assert_eq!(kept[0], history[0]);
-    let roomy = ContextConfig { max_context_tokens: 1_000_000, ..Default::default() };
+    let roomy = ContextConfig::default().with_max_context_tokens(1_000_000);
     assert_eq!(TokenBudgetTruncation::new(2_000).compact(&history, &roomy).await, None);
 }

@@ -248,10 +248,7 @@ fn continuation_kinds_and_triggers_round_trip() {
 #[test]
 fn configs_round_trip() {
     check(
-        CacheConfig {
-            enabled: true,
-            strategy: CacheStrategy::Manual { cache_system: true, cache_tools: false, cache_messages: true },
-        },
+        CacheConfig::new(true, CacheStrategy::Manual { cache_system: true, cache_tools: false, cache_messages: true }),
         json!({"enabled": true, "strategy": {"mode": "manual", "cacheSystem": true, "cacheTools": false, "cacheMessages": true}}),
     );
     check(ToolExecution::Batched { size: 2 }, json!({"mode": "batched", "size": 2}));

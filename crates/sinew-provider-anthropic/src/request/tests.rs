@@ -78,10 +78,10 @@ fn cache_breakpoints_follow_the_strategy() {
         (CacheStrategy::Manual { cache_system: true, cache_tools: false, cache_messages: false }, 1),
         (CacheStrategy::Manual { cache_system: false, cache_tools: true, cache_messages: true }, 2),
     ] {
-        let body = build(&history, |r| r.cache_config = CacheConfig { enabled: true, strategy });
+        let body = build(&history, |r| r.cache_config = CacheConfig::new(true, strategy));
         assert_eq!(count(&body), expected, "{strategy:?}");
     }
-    let off = build(&history, |r| r.cache_config = CacheConfig { enabled: false, strategy: CacheStrategy::Auto });
+    let off = build(&history, |r| r.cache_config = CacheConfig::new(false, CacheStrategy::Auto));
     assert_eq!(count(&off), 0);
 }
 
@@ -161,6 +161,6 @@ fn an_aborted_answer_keeps_its_text_but_drops_unsigned_thinking() {
         ),
         Message::user("go on"),
     ];
-    let body = build(&history, |r| r.cache_config = CacheConfig { enabled: false, strategy: CacheStrategy::Auto });
+    let body = build(&history, |r| r.cache_config = CacheConfig::new(false, CacheStrategy::Auto));
     assert_eq!(body["messages"][1], json!({"role": "assistant", "content": [{"type": "text", "text": "partial"}]}));
 }
