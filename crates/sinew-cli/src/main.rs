@@ -100,8 +100,7 @@ struct Cli {
 
 /// What one prompt may use before the run stops: a coding task may take many turns, and every
 /// turn sends the whole context again.
-const LIMITS: ExecutionLimits =
-    ExecutionLimits::default().with_max_turns(200).with_max_total_tokens(20_000_000).with_max_duration(Duration::from_secs(3600));
+const LIMITS: ExecutionLimits = ExecutionLimits::new(200, 20_000_000, Duration::from_secs(3600));
 
 const AFTER_HELP: &str = "\
 Providers (any one is enough; see docs/cli.md for the configuration file):

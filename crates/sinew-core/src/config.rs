@@ -113,6 +113,10 @@ pub struct ExecutionLimits {
 }
 
 impl ExecutionLimits {
+    pub const fn new(max_turns: usize, max_total_tokens: u64, max_duration: Duration) -> Self {
+        ExecutionLimits { max_turns, max_total_tokens, max_duration }
+    }
+
     #[must_use]
     pub fn with_max_turns(mut self, max_turns: usize) -> Self {
         self.max_turns = max_turns;

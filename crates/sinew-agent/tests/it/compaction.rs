@@ -26,7 +26,12 @@ fn tool_user() -> Arc<MockProvider> {
 }
 
 fn small_context() -> ContextConfig {
-    ContextConfig::default().with_max_context_tokens(6_000).with_system_prompt_tokens(500).with_keep_recent(10).with_keep_first(2).with_tool_output_max_lines(20)
+    ContextConfig::default()
+        .with_max_context_tokens(6_000)
+        .with_system_prompt_tokens(500)
+        .with_keep_recent(10)
+        .with_keep_first(2)
+        .with_tool_output_max_lines(20)
 }
 
 #[tokio::test]

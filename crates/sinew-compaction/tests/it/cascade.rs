@@ -33,7 +33,11 @@ fn session(turns: usize) -> Vec<AgentMessage> {
 }
 
 fn config(max_context_tokens: usize) -> ContextConfig {
-    ContextConfig::default().with_max_context_tokens(max_context_tokens).with_system_prompt_tokens(0).with_keep_recent(4).with_keep_first(2)
+    ContextConfig::default()
+        .with_max_context_tokens(max_context_tokens)
+        .with_system_prompt_tokens(0)
+        .with_keep_recent(4)
+        .with_keep_first(2)
 }
 
 #[test]

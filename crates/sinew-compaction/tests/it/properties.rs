@@ -69,7 +69,14 @@ fn history() -> impl Strategy<Value = Vec<AgentMessage>> {
 
 fn config() -> impl Strategy<Value = ContextConfig> {
     (600usize..40_000, 0usize..200, 0usize..16, 0usize..6, 1usize..80).prop_map(
-        |(max_context_tokens, system_prompt_tokens, keep_recent, keep_first, tool_output_max_lines)| ContextConfig::default().with_max_context_tokens(max_context_tokens).with_system_prompt_tokens(system_prompt_tokens).with_keep_recent(keep_recent).with_keep_first(keep_first).with_tool_output_max_lines(tool_output_max_lines),
+        |(max_context_tokens, system_prompt_tokens, keep_recent, keep_first, tool_output_max_lines)| {
+            ContextConfig::default()
+                .with_max_context_tokens(max_context_tokens)
+                .with_system_prompt_tokens(system_prompt_tokens)
+                .with_keep_recent(keep_recent)
+                .with_keep_first(keep_first)
+                .with_tool_output_max_lines(tool_output_max_lines)
+        },
     )
 }
 

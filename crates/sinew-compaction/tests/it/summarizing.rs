@@ -25,7 +25,11 @@ fn session(turns: usize) -> Vec<AgentMessage> {
 }
 
 fn config() -> ContextConfig {
-    ContextConfig::default().with_max_context_tokens(1_500).with_system_prompt_tokens(100).with_keep_first(1).with_keep_recent(4)
+    ContextConfig::default()
+        .with_max_context_tokens(1_500)
+        .with_system_prompt_tokens(100)
+        .with_keep_first(1)
+        .with_keep_recent(4)
 }
 
 #[tokio::test]
