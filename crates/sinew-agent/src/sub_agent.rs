@@ -189,7 +189,7 @@ impl SubAgentTool {
         while let Some(event) = rx.recv().await {
             forward(&event, ctx);
         }
-        child.await.map_err(|error| ToolError::Failed(format!("the sub-agent {} crashed: {error}", self.name)))
+        child.await.map_err(|error| ToolError::Failed(format!("the sub-agent {} crashed: {error}", self.name).into()))
     }
 }
 

@@ -4,21 +4,22 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What went wrong on the way to a service: a message, and the error that caused it when there
-/// is one (a hyper, rustls or I/O error), reachable through [`std::error::Error::source`].
+/// What went wrong: a message, and the error that caused it when there is one (a hyper, rustls
+/// or I/O error), reachable through [`std::error::Error::source`]. Carried by
+/// [`ProviderError::Network`] and [`ToolError::Failed`].
 ///
 /// Two are equal when their messages are: the cause is for inspection, not identity. It
 /// dereferences to its message.
 #[derive(Clone)]
-pub struct NetworkError {
+pub struct Failure {
     message: String,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
-impl NetworkError {
+impl Failure {
     /// `message`, caused by `source`.
     pub fn with_source(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        NetworkError { message: message.into(), source: Some(Arc::new(source)) }
+        Failure { message: message.into(), source: Some(Arc::new(source)) }
     }
 
     pub fn message(&self) -> &str {
@@ -26,7 +27,7 @@ impl NetworkError {
     }
 }
 
-impl std::ops::Deref for NetworkError {
+impl std::ops::Deref for Failure {
     type Target = str;
 
     fn deref(&self) -> &str {
@@ -34,39 +35,51 @@ impl std::ops::Deref for NetworkError {
     }
 }
 
-impl From<String> for NetworkError {
+impl From<String> for Failure {
     fn from(message: String) -> Self {
-        NetworkError { message, source: None }
+        Failure { message, source: None }
     }
 }
 
-impl From<&str> for NetworkError {
+impl From<&str> for Failure {
     fn from(message: &str) -> Self {
-        NetworkError::from(message.to_owned())
+        Failure::from(message.to_owned())
     }
 }
 
-impl PartialEq for NetworkError {
+impl PartialEq for Failure {
     fn eq(&self, other: &Self) -> bool {
         self.message == other.message
     }
 }
 
-impl Eq for NetworkError {}
+impl Eq for Failure {}
 
-impl fmt::Debug for NetworkError {
+impl PartialEq<str> for Failure {
+    fn eq(&self, other: &str) -> bool {
+        self.message == other
+    }
+}
+
+impl PartialEq<&str> for Failure {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
+    }
+}
+
+impl fmt::Debug for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.message, f)
     }
 }
 
-impl fmt::Display for NetworkError {
+impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for NetworkError {
+impl std::error::Error for Failure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
     }
@@ -85,7 +98,7 @@ pub enum ProviderError {
     /// The connection failed or broke; worth retrying. The underlying error is its
     /// [`source`](std::error::Error::source).
     #[error("network error: {0}")]
-    Network(#[source] NetworkError),
+    Network(#[source] Failure),
     /// The credentials were missing or refused.
     #[error("authentication failed: {0}")]
     Auth(String),
@@ -187,7 +200,9 @@ pub fn is_context_overflow(status: u16, message: &str) -> bool {
 #[non_exhaustive]
 pub enum ToolError {
     #[error("{0}")]
-    Failed(String),
+    /// The tool failed; the model sees the message. The error that caused it, when there is one
+    /// (an I/O error...), is its [`source`](std::error::Error::source).
+    Failed(#[source] Failure),
     #[error("Tool {0} not found")]
     NotFound(String),
     #[error("invalid arguments: {0}")]

@@ -34,7 +34,7 @@ pub use config::{
     ToolExecution, TurnTrigger,
 };
 pub use content::{Content, ToolCallRef, join_text};
-pub use error::{NetworkError, ProviderError, ToolError, is_context_overflow};
+pub use error::{Failure, ProviderError, ToolError, is_context_overflow};
 pub use event::{AgentEvent, EndReason, PendingKind};
 pub use filter::{FilterResult, InputFilter};
 pub use message::{

@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use sinew_core::{NetworkError, ProviderError};
+use sinew_core::{Failure, ProviderError};
 use tokio::net::TcpStream;
 use tower_service::Service;
 
@@ -83,7 +83,7 @@ impl HttpClient {
                 ));
             }
             Ok(Err(error)) => {
-                return Err(ProviderError::Network(NetworkError::with_source(error_chain(&error), error)));
+                return Err(ProviderError::Network(Failure::with_source(error_chain(&error), error)));
             }
             Ok(Ok(response)) => response,
         };
@@ -290,7 +290,7 @@ impl HttpResponse {
                 }
                 Ok(None) => return Ok(None),
                 Ok(Some(Err(error))) => {
-                    return Err(ProviderError::Network(NetworkError::with_source(error_chain(&error), error)));
+                    return Err(ProviderError::Network(Failure::with_source(error_chain(&error), error)));
                 }
                 Ok(Some(Ok(frame))) => frame,
             };

@@ -68,7 +68,10 @@ impl McpError {
     pub fn into_tool_error(self, server: &str, tool: &str) -> ToolError {
         match self {
             McpError::Cancelled { .. } => ToolError::Cancelled,
-            error => ToolError::Failed(format!("MCP server `{server}`, tool `{tool}`: {error}")),
+            error => ToolError::Failed(sinew_core::Failure::with_source(
+                format!("MCP server `{server}`, tool `{tool}`: {error}"),
+                error,
+            )),
         }
     }
 

@@ -95,7 +95,7 @@ impl AgentTool for McpToolAdapter {
         if is_error {
             let text = result.content.iter().filter_map(Content::as_text).collect::<Vec<_>>().join("\n");
             let text = if text.is_empty() { "the tool reported an error".to_owned() } else { text };
-            return Err(ToolError::Failed(text));
+            return Err(ToolError::Failed(text.into()));
         }
         Ok(result)
     }

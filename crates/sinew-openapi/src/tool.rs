@@ -300,8 +300,8 @@ impl AgentTool for OpenApiTool {
         let (response, body) = tokio::select! {
             outcome = tokio::time::timeout(shared.timeout, exchange) => match outcome {
                 Ok(Ok(done)) => done,
-                Ok(Err(error)) => return Err(ToolError::Failed(format!("{} {}: {error}", self.operation.method, self.operation.path))),
-                Err(_) => return Err(ToolError::Failed(format!("{} {}: no answer within {:?}", self.operation.method, self.operation.path, shared.timeout))),
+                Ok(Err(error)) => return Err(ToolError::Failed(format!("{} {}: {error}", self.operation.method, self.operation.path).into())),
+                Err(_) => return Err(ToolError::Failed(format!("{} {}: no answer within {:?}", self.operation.method, self.operation.path, shared.timeout).into())),
             },
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
@@ -315,7 +315,7 @@ impl AgentTool for OpenApiTool {
         if status.is_client_error() || status.is_server_error() {
             let violations = response.headers.get("sl-violations").and_then(|v| v.to_str().ok());
             let violations = violations.map(|v| format!("\nvalidation: {v}")).unwrap_or_default();
-            return Err(ToolError::Failed(format!("HTTP {status}: {text}{violations}")));
+            return Err(ToolError::Failed(format!("HTTP {status}: {text}{violations}").into()));
         }
         let content_type = response.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let details = json!({"status": status.as_u16(), "contentType": content_type, "truncated": truncated});

@@ -323,7 +323,9 @@ impl AgentTool for BashTool {
         let command =
             params["command"].as_str().ok_or_else(|| ToolError::InvalidArgs("`command` must be a string".into()))?;
         if let Some(pattern) = self.deny_patterns.iter().find(|p| command.contains(p.as_str())) {
-            return Err(ToolError::Failed(format!("Command blocked: it contains `{pattern}`, which is denied.")));
+            return Err(ToolError::Failed(
+                format!("Command blocked: it contains `{pattern}`, which is denied.").into(),
+            ));
         }
         if let Some(confirm) = &self.confirm
             && !confirm(command)
@@ -346,7 +348,9 @@ impl AgentTool for BashTool {
             .kill_on_drop(true);
         #[cfg(unix)]
         process.process_group(0);
-        let mut child = process.spawn().map_err(|e| ToolError::Failed(format!("cannot run bash: {e}")))?;
+        let mut child = process
+            .spawn()
+            .map_err(|e| ToolError::Failed(sinew_core::Failure::with_source(format!("cannot run bash: {e}"), e)))?;
         let pid = child.id();
         let mut guard = CallGuard { pid, cookie, cleaned_up: false };
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
@@ -368,7 +372,7 @@ impl AgentTool for BashTool {
                 Ok(status) => Ending::Exited(status),
                 Err(e) => {
                     kill_group(pid);
-                    return Err(ToolError::Failed(format!("waiting for bash failed: {e}")));
+                    return Err(ToolError::Failed(sinew_core::Failure::with_source(format!("waiting for bash failed: {e}"), e)));
                 }
             },
             () = tokio::time::sleep_until(deadline) => Ending::TimedOut,
@@ -395,7 +399,9 @@ impl AgentTool for BashTool {
         let status = match ending {
             Ending::Exited(status) => status,
             Ending::TimedOut => {
-                return Err(ToolError::Failed(format!("Command timed out after {}s", self.timeout.as_secs_f64())));
+                return Err(ToolError::Failed(
+                    format!("Command timed out after {}s", self.timeout.as_secs_f64()).into(),
+                ));
             }
             Ending::Cancelled => return Err(ToolError::Cancelled),
         };

@@ -69,13 +69,16 @@ impl AgentTool for EditFileTool {
         }
         let path = self.workspace.resolve_async(path_arg).await?;
         ctx.check_cancelled()?;
-        let bytes =
-            tokio::fs::read(&path).await.map_err(|e| ToolError::Failed(format!("cannot read {path_arg}: {e}")))?;
+        let bytes = tokio::fs::read(&path).await.map_err(|e| {
+            ToolError::Failed(sinew_core::Failure::with_source(format!("cannot read {path_arg}: {e}"), e))
+        })?;
         if bytes[..bytes.len().min(8192)].contains(&0) {
-            return Err(ToolError::Failed(format!("{path_arg} is a binary file; edit_file changes text files only")));
+            return Err(ToolError::Failed(
+                format!("{path_arg} is a binary file; edit_file changes text files only").into(),
+            ));
         }
         let original = String::from_utf8(bytes).map_err(|_| {
-            ToolError::Failed(format!("{path_arg} is not UTF-8 text; edit_file changes text files only"))
+            ToolError::Failed(format!("{path_arg} is not UTF-8 text; edit_file changes text files only").into())
         })?;
         // Matched and replaced with LF line endings; each line gets its own back when written.
         let endings = crlf_endings(&original);
@@ -85,17 +88,24 @@ impl AgentTool for EditFileTool {
         let Some((at, _)) = matches.next() else {
             // The closest-line search is CPU work on a file of any size: off the runtime.
             let (path_arg, old) = (path_arg.to_owned(), old.clone());
-            let message = tokio::task::spawn_blocking(move || not_found(&path_arg, &content, &old))
-                .await
-                .map_err(|e| ToolError::Failed(format!("searching for old_text failed: {e}")))?;
-            return Err(ToolError::Failed(message));
+            let message =
+                tokio::task::spawn_blocking(move || not_found(&path_arg, &content, &old)).await.map_err(|e| {
+                    ToolError::Failed(sinew_core::Failure::with_source(
+                        format!("searching for old_text failed: {e}"),
+                        e,
+                    ))
+                })?;
+            return Err(ToolError::Failed(message.into()));
         };
         let more = matches.count();
         if more > 0 {
-            return Err(ToolError::Failed(format!(
-                "old_text matches {} locations in {path_arg}. Include more context to make it unique.",
-                more + 1
-            )));
+            return Err(ToolError::Failed(
+                format!(
+                    "old_text matches {} locations in {path_arg}. Include more context to make it unique.",
+                    more + 1
+                )
+                .into(),
+            ));
         }
         let edited = content.replacen(old.as_str(), &new, 1);
         let diff = unified_diff(path_arg, &content, &edited);

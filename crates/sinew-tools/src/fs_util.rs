@@ -10,10 +10,10 @@ use tokio::io::AsyncWriteExt;
 /// file it replaces.
 pub(crate) async fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     let shown = path.display();
-    let parent = path.parent().ok_or_else(|| ToolError::Failed(format!("{shown} has no parent directory")))?;
+    let parent = path.parent().ok_or_else(|| ToolError::Failed(format!("{shown} has no parent directory").into()))?;
     tokio::fs::create_dir_all(parent)
         .await
-        .map_err(|e| ToolError::Failed(format!("cannot create {}: {e}", parent.display())))?;
+        .map_err(|e| ToolError::Failed(format!("cannot create {}: {e}", parent.display()).into()))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let suffix: String = std::iter::repeat_with(fastrand::alphanumeric).take(8).collect();
     let temp = parent.join(format!(".{name}.sinew-{suffix}.tmp"));
@@ -29,7 +29,10 @@ pub(crate) async fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), ToolEr
     .await;
     if let Err(error) = result {
         let _ = tokio::fs::remove_file(&temp).await;
-        return Err(ToolError::Failed(format!("cannot write {shown}: {error}")));
+        return Err(ToolError::Failed(sinew_core::Failure::with_source(
+            format!("cannot write {shown}: {error}"),
+            error,
+        )));
     }
     Ok(())
 }

@@ -62,7 +62,7 @@ impl AgentTool for ListFilesTool {
         let path_arg = params["path"].as_str().unwrap_or(".");
         let root = self.workspace.resolve_async(path_arg).await?;
         if !root.is_dir() {
-            return Err(ToolError::Failed(format!("{path_arg} is not a directory")));
+            return Err(ToolError::Failed(format!("{path_arg} is not a directory").into()));
         }
         let filter = params["pattern"].as_str().map(NameFilter::new).transpose()?;
         let max_depth = params["max_depth"].as_u64().map(|d| d as usize);
@@ -82,7 +82,7 @@ impl AgentTool for ListFilesTool {
             .map(|()| (files, total))
         })
         .await
-        .map_err(|e| ToolError::Failed(format!("listing failed: {e}")))??;
+        .map_err(|e| ToolError::Failed(sinew_core::Failure::with_source(format!("listing failed: {e}"), e)))??;
         let truncated = total > files.len();
         let mut text = files.join("\n");
         if files.is_empty() {

@@ -44,8 +44,8 @@ fn image_mime(path: &Path) -> Option<&'static str> {
     }
 }
 
-fn failed(path: &str, error: &std::io::Error) -> ToolError {
-    ToolError::Failed(format!("cannot read {path}: {error}"))
+fn failed(path: &str, error: std::io::Error) -> ToolError {
+    ToolError::Failed(sinew_core::Failure::with_source(format!("cannot read {path}: {error}"), error))
 }
 
 #[async_trait]
@@ -78,20 +78,20 @@ impl AgentTool for ReadFileTool {
         let limit = params["limit"].as_u64().map(|n| n.max(1) as usize);
         let path = self.workspace.resolve_async(path_arg).await?;
         ctx.check_cancelled()?;
-        let metadata = tokio::fs::metadata(&path).await.map_err(|e| failed(path_arg, &e))?;
+        let metadata = tokio::fs::metadata(&path).await.map_err(|e| failed(path_arg, e))?;
         if metadata.is_dir() {
-            return Err(ToolError::Failed(format!("{path_arg} is a directory; use list_files")));
+            return Err(ToolError::Failed(format!("{path_arg} is a directory; use list_files").into()));
         }
         let details = json!({"path": path.display().to_string()});
         if let Some(mime_type) = image_mime(&path) {
             if metadata.len() > MAX_IMAGE_BYTES {
-                return Err(ToolError::Failed(format!(
-                    "Image too large: {path_arg} is {} bytes, the limit is {MAX_IMAGE_BYTES}",
-                    metadata.len()
-                )));
+                return Err(ToolError::Failed(
+                    format!("Image too large: {path_arg} is {} bytes, the limit is {MAX_IMAGE_BYTES}", metadata.len())
+                        .into(),
+                ));
             }
             ctx.check_cancelled()?;
-            let bytes = tokio::fs::read(&path).await.map_err(|e| failed(path_arg, &e))?;
+            let bytes = tokio::fs::read(&path).await.map_err(|e| failed(path_arg, e))?;
             let data = base64::engine::general_purpose::STANDARD.encode(bytes);
             return Ok(ToolResult {
                 content: vec![Content::text(format!("Image {path_arg}")), Content::image(data, mime_type)],
@@ -103,15 +103,15 @@ impl AgentTool for ReadFileTool {
             return Err(ToolError::Failed(format!(
                 "File too large: {path_arg} is {} bytes (limit {MAX_TEXT_BYTES}). Use offset/limit to read it in parts.",
                 metadata.len()
-            )));
+            ).into()));
         }
         ctx.check_cancelled()?;
-        let file = tokio::fs::File::open(&path).await.map_err(|e| failed(path_arg, &e))?;
+        let file = tokio::fs::File::open(&path).await.map_err(|e| failed(path_arg, e))?;
         let mut reader = tokio::io::BufReader::new(file);
         // Binary files are reported, not mangled.
-        let head = reader.fill_buf().await.map_err(|e| failed(path_arg, &e))?;
+        let head = reader.fill_buf().await.map_err(|e| failed(path_arg, e))?;
         if head[..head.len().min(8192)].contains(&0) {
-            return Err(ToolError::Failed(format!("{path_arg} is a binary file ({} bytes)", metadata.len())));
+            return Err(ToolError::Failed(format!("{path_arg} is a binary file ({} bytes)", metadata.len()).into()));
         }
         let first = offset.unwrap_or(1);
         let wanted = limit.unwrap_or(DEFAULT_LINE_LIMIT);
@@ -121,7 +121,7 @@ impl AgentTool for ReadFileTool {
         let mut full = false;
         loop {
             line.clear();
-            if !read_line_bounded(&mut reader, &mut line).await.map_err(|e| failed(path_arg, &e))? {
+            if !read_line_bounded(&mut reader, &mut line).await.map_err(|e| failed(path_arg, e))? {
                 break;
             }
             number += 1;

@@ -112,7 +112,7 @@ impl AgentTool for SearchTool {
             .map(|()| (lines, total))
         })
         .await
-        .map_err(|e| ToolError::Failed(format!("search failed: {e}")))??;
+        .map_err(|e| ToolError::Failed(sinew_core::Failure::with_source(format!("search failed: {e}"), e)))??;
         let truncated = total > lines.len();
         let mut text = if lines.is_empty() { format!("No matches for `{pattern}`") } else { lines.join("\n") };
         if truncated {

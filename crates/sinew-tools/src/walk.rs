@@ -57,7 +57,9 @@ pub(crate) fn walk_files(
             return Err(ToolError::Cancelled);
         }
         if started.elapsed() > deadline {
-            return Err(ToolError::Failed(format!("gave up after {}s: the tree is too large", deadline.as_secs())));
+            return Err(ToolError::Failed(
+                format!("gave up after {}s: the tree is too large", deadline.as_secs()).into(),
+            ));
         }
         let Ok(entry) = entry else { continue };
         if !entry.file_type().is_some_and(|t| t.is_file()) {

@@ -47,9 +47,9 @@ impl Workspace {
             return self.resolve(path);
         }
         let (workspace, path) = (self.clone(), path.to_owned());
-        tokio::task::spawn_blocking(move || workspace.resolve(&path))
-            .await
-            .map_err(|e| ToolError::Failed(format!("resolving the path failed: {e}")))?
+        tokio::task::spawn_blocking(move || workspace.resolve(&path)).await.map_err(|e| {
+            ToolError::Failed(sinew_core::Failure::with_source(format!("resolving the path failed: {e}"), e))
+        })?
     }
 
     /// The absolute path `path` names, or why it may not be used.
@@ -62,7 +62,7 @@ impl Workspace {
         if !self.confined {
             return Ok(normal);
         }
-        let outside = || ToolError::Failed(format!("{path} is outside the workspace {}", self.root.display()));
+        let outside = || ToolError::Failed(format!("{path} is outside the workspace {}", self.root.display()).into());
         if !normal.starts_with(&self.root) {
             return Err(outside());
         }

@@ -59,7 +59,7 @@ impl AgentTool for WriteFileTool {
             params["content"].as_str().ok_or_else(|| ToolError::InvalidArgs("`content` must be a string".into()))?;
         let path = self.workspace.resolve_async(path_arg).await?;
         if path.is_dir() {
-            return Err(ToolError::Failed(format!("{path_arg} is a directory")));
+            return Err(ToolError::Failed(format!("{path_arg} is a directory").into()));
         }
         let existed = path.exists();
         ctx.check_cancelled()?;

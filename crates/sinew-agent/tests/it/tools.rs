@@ -312,7 +312,7 @@ async fn updates_from_a_tool_thread_arrive_while_the_tool_runs() {
                 }
                 done_tx.send(()).unwrap();
             });
-            done_rx.await.map_err(|e| ToolError::Failed(e.to_string()))?;
+            done_rx.await.map_err(|e| ToolError::Failed(e.to_string().into()))?;
             Ok(ToolResult::text("finished"))
         }
     });

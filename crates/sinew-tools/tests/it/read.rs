@@ -109,3 +109,16 @@ async fn cancellation_comes_before_any_file_access_and_escapes_are_refused() {
     let error = tool.execute(json!({"offset": 1}), ctx()).await.unwrap_err();
     assert!(matches!(error, ToolError::InvalidArgs(_)));
 }
+
+#[tokio::test]
+async fn a_failure_keeps_its_io_error_as_the_source() {
+    let (_dir, tool) = setup();
+    let error = tool.execute(json!({"path": "missing.txt"}), ctx()).await.unwrap_err();
+    let ToolError::Failed(failure) = &error else { panic!("{error:?}") };
+    assert!(failure.starts_with("cannot read missing.txt"), "{failure}");
+    let io = std::error::Error::source(&error)
+        .and_then(std::error::Error::source)
+        .and_then(|cause| cause.downcast_ref::<std::io::Error>())
+        .expect("the I/O error under the failure");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+}
