@@ -96,3 +96,30 @@ async fn a_failing_service_is_retried_by_one_policy() {
     let retries = events.iter().filter(|e| matches!(e, AgentEvent::ProviderRetry { .. })).count();
     assert_eq!(retries, 3, "the provider's retries are announced");
 }
+
+/// A failure after the response began, before anything streamed (Anthropic's `overloaded_error`
+/// as the first event of a 200), is the loop's to retry: the provider's retries end when the
+/// response begins.
+#[tokio::test]
+async fn an_error_event_before_the_first_delta_is_retried_by_the_loop() {
+    use sinew::anthropic::{AnthropicConfig, AnthropicProvider};
+    use sinew::testing::wire::{WireTurn, anthropic_events, sse_response};
+    use sinew::testing::{MockServer, ServedResponse};
+
+    let overloaded = ServedResponse::sse(concat!(
+        "event: error\n",
+        "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+    ));
+    let answer = sse_response(anthropic_events(&WireTurn::new().text("after the retry").usage(5, 3)), None);
+    let server = MockServer::scripted([overloaded, answer]).await;
+    let mut config = AnthropicConfig::new("sk-ant-test");
+    config.base_url = server.url();
+    let policy = sinew::RetryConfig::new(2, 1, 1.0, 1);
+    let mut agent = sinew::Agent::new(AnthropicProvider::new(config), "claude-test").with_retry_config(policy);
+    let (events, outcome) = agent.prompt("hi").collect().await;
+    assert_eq!(outcome.reason, EndReason::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.final_text().as_deref(), Some("after the retry"));
+    assert_eq!(server.requests().len(), 2);
+    let retries = events.iter().filter(|e| matches!(e, AgentEvent::ProviderRetry { attempt: 1, .. })).count();
+    assert_eq!(retries, 1);
+}

@@ -735,7 +735,19 @@ impl Run<'_> {
             let mut streamed = false;
             let mut response_began = false;
             let terminal = loop {
-                let event = tokio::select! {
+                // Checked before waiting too: a stream that always has an event ready would
+                // otherwise keep the deadline from being polled.
+                let out_of_time = self.deadline.is_some_and(|deadline| Instant::now() >= deadline);
+                let event = if out_of_time {
+                    call_cancel.cancel();
+                    end_now(
+                        &mut stream,
+                        ProviderError::Cancelled,
+                        config.provider.provider_id_for(&config.model),
+                        request,
+                    )
+                } else {
+                    tokio::select! {
                     biased;
                     event = stream.next() => event,
                     () = self.cancel.cancelled() => end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id_for(&config.model), request),
@@ -743,6 +755,7 @@ impl Run<'_> {
                         // The run's time is up: the call ends as an abort would.
                         call_cancel.cancel();
                         end_now(&mut stream, ProviderError::Cancelled, config.provider.provider_id_for(&config.model), request)
+                    }
                     }
                 };
                 match event {
@@ -784,7 +797,8 @@ impl Run<'_> {
                         let delay = error
                             .retry_after()
                             .filter(|d| *d <= MAX_SERVER_DELAY)
-                            .unwrap_or_else(|| delay_for_attempt(&policy, attempt));
+                            .unwrap_or_else(|| delay_for_attempt(&policy, attempt))
+                            .min(MAX_SERVER_DELAY);
                         let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
                         tracing::warn!(attempt, max_retries = policy.max_retries, delay_ms, error = %error, "retrying model call");
                         self.announce_retry(attempt, delay, &error);
@@ -842,8 +856,11 @@ fn end_now(
     request: &StreamRequest<'_>,
 ) -> Option<StreamEvent> {
     match stream.next().now_or_never() {
+        // A retry that will not happen is not announced.
+        Some(Some(StreamEvent::Retry { .. })) | None => {
+            Some(StreamEvent::Error { error, partial: AssistantMessage::new(provider, request.model) })
+        }
         Some(event) => event,
-        None => Some(StreamEvent::Error { error, partial: AssistantMessage::new(provider, request.model) }),
     }
 }
 

@@ -30,9 +30,12 @@ pub(crate) struct Failure {
 
 impl Failure {
     /// The wait before retry number `attempt` (1-based): the server's delay up to
-    /// [`MAX_SERVER_DELAY`], else `retry`'s backoff.
+    /// [`MAX_SERVER_DELAY`], else `retry`'s backoff, never longer than [`MAX_SERVER_DELAY`].
     pub(crate) fn delay(&self, retry: &RetryConfig, attempt: u32) -> Duration {
-        self.server_delay.filter(|d| *d <= MAX_SERVER_DELAY).unwrap_or_else(|| delay_for_attempt(retry, attempt))
+        self.server_delay
+            .filter(|d| *d <= MAX_SERVER_DELAY)
+            .unwrap_or_else(|| delay_for_attempt(retry, attempt))
+            .min(MAX_SERVER_DELAY)
     }
 }
 

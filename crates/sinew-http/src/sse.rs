@@ -5,9 +5,10 @@
 //! comments; `data:` lines accumulate; `event:`, `id:` and `retry:` may come in any order; a
 //! blank line dispatches. The work is linear in the input: each byte is scanned once.
 //!
-//! What the decoder holds is bounded: an event (its `data:` lines and any line still waiting
-//! for its end) may not exceed [`SseDecoder::max_event_bytes`]; past it, `feed` fails with
-//! [`EventTooLarge`] and the decoder takes nothing more.
+//! What the decoder holds is bounded: an event's data, and any one line, may not exceed
+//! [`SseDecoder::max_event_bytes`] (so it holds at most twice that); past it, `feed` fails with
+//! [`EventTooLarge`] and the decoder takes nothing more. Where the chunks split never changes
+//! what is accepted.
 
 use std::time::Duration;
 
@@ -157,7 +158,9 @@ impl SseDecoder {
                 }
             }
         }
-        if self.line.len() + rest.len() + self.data.len() > self.max_event_bytes {
+        // A line waiting for its end is bounded on its own, as a whole line is: where the
+        // chunks split never changes what is accepted. Data is checked as each line completes.
+        if self.line.len() + rest.len() > self.max_event_bytes {
             self.too_large = true;
             return;
         }

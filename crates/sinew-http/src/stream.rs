@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use sinew_core::{MAX_SERVER_DELAY, ProviderError, RetryConfig, StreamEvent};
+use sinew_core::{ProviderError, RetryConfig, StreamEvent};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -132,6 +132,7 @@ pub fn stream_response_with<D: StreamDecoder>(
         retry,
         attempt: 0,
         retry_at: None,
+        started: false,
         limits,
         deadline: limits.total_timeout.and_then(|t| now.checked_add(t)),
         quiet_since: now,
@@ -169,6 +170,8 @@ struct Transport<D> {
     attempt: u32,
     /// When the next attempt is due, after a failed one.
     retry_at: Option<Instant>,
+    /// The response began (a 2xx arrived) and `Start` went out: the decoder's own is dropped.
+    started: bool,
     limits: StreamLimits,
     /// When the whole call must be over.
     deadline: Option<Instant>,
@@ -232,12 +235,16 @@ impl<D: StreamDecoder> Transport<D> {
             Ok(response) => {
                 self.quiet_since = Instant::now();
                 self.response = Some(response);
+                // The response began: what fails from here on is no longer the request's failure,
+                // and a caller that retries may retry it (nothing was retried by the transport).
+                self.started = true;
+                self.pending.push_back(StreamEvent::Start);
             }
             Err(failure) if failure.retryable && self.attempt < self.retry.max_retries => {
                 self.attempt += 1;
                 let delay = failure.delay(&self.retry, self.attempt);
                 log_retry(request, &self.retry, self.attempt, delay, &failure.error);
-                self.retry_at = Some(Instant::now() + delay.min(MAX_SERVER_DELAY));
+                self.retry_at = Some(Instant::now() + delay);
                 self.decoded.push(StreamEvent::Retry { attempt: self.attempt, delay, error: failure.error });
             }
             Err(failure) => self.decoder.fail(failure.error, &mut self.decoded),
@@ -254,11 +261,17 @@ impl<D: StreamDecoder> Transport<D> {
             (Some(quiet), _) => (Some(quiet), Expiry::Idle),
             (None, deadline) => (deadline, Expiry::Deadline),
         };
-        let chunk = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => Err(ProviderError::Cancelled),
-            chunk = response.chunk() => chunk,
-            () = until(expiry) => Err(timeout(&self.limits, why)),
+        // Checked before waiting too: a body that always has a chunk ready would otherwise keep
+        // the timer from ever being polled.
+        let chunk = if expiry.is_some_and(|at| Instant::now() >= at) {
+            Err(timeout(&self.limits, why))
+        } else {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => Err(ProviderError::Cancelled),
+                () = until(expiry) => Err(timeout(&self.limits, why)),
+                chunk = response.chunk() => chunk,
+            }
         };
         match chunk {
             Ok(Some(bytes)) => {
@@ -281,6 +294,10 @@ impl<D: StreamDecoder> Transport<D> {
 
     /// Hands what was decoded to the stream; after a terminal event, nothing more is read.
     fn flush(&mut self) {
+        if self.started {
+            // One `Start` per stream: the transport's, when the response began.
+            self.decoded.retain(|e| !matches!(e, StreamEvent::Start));
+        }
         if self.decoded.iter().any(|e| matches!(e, StreamEvent::Done(_) | StreamEvent::Error { .. })) {
             // Dropping the response closes its connection if the body is not finished.
             self.done = true;

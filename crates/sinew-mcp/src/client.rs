@@ -341,8 +341,9 @@ struct Inner {
     /// `x-mcp-header` annotations per tool name.
     param_headers: RwLock<HashMap<String, Vec<(String, String)>>>,
     tools_changed: watch::Sender<u64>,
-    /// Slots for the server's requests being answered.
+    /// Slots for the server's requests being answered, and for refusals being sent.
     server_requests: Arc<tokio::sync::Semaphore>,
+    refusals: Arc<tokio::sync::Semaphore>,
     /// A tool-list refresh runs; `refresh_again` asks it for one more round.
     refreshing: AtomicBool,
     refresh_again: AtomicBool,
@@ -415,6 +416,7 @@ impl McpClient {
             param_headers: RwLock::default(),
             tools_changed: watch::channel(0).0,
             server_requests: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SERVER_REQUESTS)),
+            refusals: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SERVER_REQUESTS)),
             refreshing: AtomicBool::new(false),
             refresh_again: AtomicBool::new(false),
             closed: StdMutex::new(None),
@@ -799,22 +801,24 @@ impl McpClient {
         // Progress restarts the timeout, but never past the hard maximum.
         let max_time = inner.config.max_request_time;
         let hard_limit = started.checked_add(max_time);
+        // Instants too far for the clock (a `Duration::MAX` timeout) are never reached.
         let deadline = async {
-            let mut until = started + timeout;
+            let mut until = started.checked_add(timeout);
             loop {
-                if let Some(limit) = hard_limit {
-                    until = until.min(limit);
-                }
-                tokio::time::sleep_until(until).await;
-                if hard_limit.is_some_and(|limit| until >= limit) {
+                until = match (until, hard_limit) {
+                    (Some(until), Some(limit)) => Some(until.min(limit)),
+                    (until, limit) => until.or(limit),
+                };
+                let Some(at) = until else { return std::future::pending().await };
+                tokio::time::sleep_until(at).await;
+                if hard_limit.is_some_and(|limit| at >= limit) {
                     return max_time;
                 }
                 let last = last_progress.and_then(|l| *l.lock().unwrap_or_else(PoisonError::into_inner));
-                let renewed = last.unwrap_or(started) + timeout;
-                if renewed <= until {
-                    return timeout;
+                match last.unwrap_or(started).checked_add(timeout) {
+                    Some(renewed) if renewed <= at => return timeout,
+                    renewed => until = renewed,
                 }
-                until = renewed;
             }
         };
         let outcome = tokio::select! {
@@ -1050,12 +1054,21 @@ async fn dispatch(client: Weak<Inner>, mut inbox: mpsc::Receiver<Inbound>) {
             }
             Inbound::Message(Message::Request { id, method, params }) => {
                 let Ok(slot) = Arc::clone(&inner.server_requests).try_acquire_owned() else {
-                    // Too many at once: refused at once, not queued without bound.
+                    // Too many at once: refused at once, not queued without bound. The refusal
+                    // is sent from a task (this loop must keep reading), with a bound of its own:
+                    // past it, the request is dropped and the server's own timeout answers it.
+                    let Ok(refusing) = Arc::clone(&inner.refusals).try_acquire_owned() else {
+                        tracing::warn!(server = %inner.label(), method, "dropping a server request: too many at once");
+                        continue;
+                    };
                     let refusal = Err(RpcError::new(
                         codes::INTERNAL_ERROR,
                         format!("the client answers at most {MAX_CONCURRENT_SERVER_REQUESTS} requests at once"),
                     ));
-                    reply_to_server(McpClient { inner }, &id, &method, refusal).await;
+                    tokio::spawn(async move {
+                        let _refusing = refusing;
+                        reply_to_server(McpClient { inner }, &id, &method, refusal).await;
+                    });
                     continue;
                 };
                 tokio::spawn(async move {

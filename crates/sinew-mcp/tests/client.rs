@@ -573,3 +573,13 @@ async fn the_servers_requests_are_answered_sixteen_at_a_time_and_the_rest_refuse
     }
     assert_eq!(refused, ["s16", "s17", "s18", "s19"]);
 }
+
+#[tokio::test]
+async fn timeouts_too_large_for_the_clock_never_fire() {
+    let (client, mut server) = connect(quick().request_timeout(Duration::MAX).max_request_time(Duration::MAX)).await;
+    let client2 = client.clone();
+    let ping = tokio::spawn(async move { client2.ping().await });
+    let request = server.recv().await;
+    server.reply(&request, json!({})).await;
+    ping.await.unwrap().unwrap();
+}

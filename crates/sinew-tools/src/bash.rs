@@ -53,12 +53,13 @@ const CALL_COOKIE: &str = "SINEW_BASH_CALL";
 const PIPE_GRACE: Duration = Duration::from_secs(2);
 
 /// Whether an environment variable's name says it holds a secret: one of its `_`-separated
-/// words is `KEY`, `APIKEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `CREDENTIAL(S)` or `PAT`
-/// (case-insensitive). `ANTHROPIC_API_KEY`, `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
-/// `PGPASSWORD` (a word ending in `PASSWORD`) and `GOOGLE_APPLICATION_CREDENTIALS` are; `PATH`,
-/// `HOME` and `SSH_AUTH_SOCK` are not.
+/// words is `KEY`, `APIKEY`, `TOKEN`, `SECRET`, `PASS`, `CREDENTIAL(S)` or `PAT`, or ends in
+/// `TOKEN`, `PASSWORD` or `PASSWD` (case-insensitive). `ANTHROPIC_API_KEY`, `GITHUB_TOKEN`,
+/// `AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`, `DB_PASS` and `GOOGLE_APPLICATION_CREDENTIALS` are; `PATH`, `HOME` and `SSH_AUTH_SOCK` are not. A rule on names is best-effort: a secret in a
+/// variable named otherwise (a password inside `DATABASE_URL`) is passed; `with_full_env` and
+/// `with_env_passthrough` make the choice explicit.
 pub fn is_secret_env_var(name: &str) -> bool {
-    const WORDS: &[&str] = &["KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "CREDENTIAL", "CREDENTIALS", "PAT"];
+    const WORDS: &[&str] = &["KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "CREDENTIAL", "CREDENTIALS", "PAT", "PASS"];
     let upper = name.to_ascii_uppercase();
     upper.split(['_', '-', '.']).any(|word| {
         WORDS.contains(&word) || word.ends_with("PASSWORD") || word.ends_with("PASSWD") || word.ends_with("TOKEN")
@@ -188,13 +189,17 @@ async fn drain(
         match pipe.read(&mut buffer).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
-                let mut captured = captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let room = max.saturating_sub(captured.kept.len());
+                let room = {
+                    let mut captured = captured.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let room = max.saturating_sub(captured.kept.len());
+                    captured.kept.extend_from_slice(&buffer[..n.min(room)]);
+                    captured.truncated |= n > room;
+                    room
+                };
+                // The host's callback runs without the lock held.
                 if let Some(live) = live.as_ref().filter(|_| room > 0) {
                     live(ToolResult::text(String::from_utf8_lossy(&buffer[..n.min(room)]).into_owned()));
                 }
-                captured.kept.extend_from_slice(&buffer[..n.min(room)]);
-                captured.truncated |= n > room;
             }
         }
     }
@@ -261,10 +266,15 @@ struct CallGuard {
     pid: Option<u32>,
     cookie: String,
     cleaned_up: bool,
+    /// The task reading the pipes: it must not outlive the call either.
+    readers: Option<tokio::task::AbortHandle>,
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
+        if let Some(readers) = &self.readers {
+            readers.abort();
+        }
         if self.cleaned_up {
             return;
         }
@@ -352,7 +362,7 @@ impl AgentTool for BashTool {
             .spawn()
             .map_err(|e| ToolError::Failed(sinew_core::Failure::with_source(format!("cannot run bash: {e}"), e)))?;
         let pid = child.id();
-        let mut guard = CallGuard { pid, cookie, cleaned_up: false };
+        let mut guard = CallGuard { pid, cookie, cleaned_up: false, readers: None };
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(ToolError::Failed("bash started without its pipes".into()));
         };
@@ -366,7 +376,9 @@ impl AgentTool for BashTool {
             let (out, err) = (Arc::clone(&out), Arc::clone(&err));
             async move { tokio::join!(drain(stdout, max, live.clone(), out), drain(stderr, max, live, err)) }
         });
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        guard.readers = Some(readers.abort_handle());
+        // A timeout too large for the clock never fires.
+        let deadline = tokio::time::Instant::now().checked_add(self.timeout);
         let ending = tokio::select! {
             status = child.wait() => match status {
                 Ok(status) => Ending::Exited(status),
@@ -375,7 +387,12 @@ impl AgentTool for BashTool {
                     return Err(ToolError::Failed(sinew_core::Failure::with_source(format!("waiting for bash failed: {e}"), e)));
                 }
             },
-            () = tokio::time::sleep_until(deadline) => Ending::TimedOut,
+            () = async {
+                match deadline {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            } => Ending::TimedOut,
             () = ctx.cancel.cancelled() => Ending::Cancelled,
         };
         // Whatever ended it, nothing the command started outlives it (background jobs, and

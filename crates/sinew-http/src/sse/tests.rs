@@ -222,3 +222,29 @@ fn a_hundred_megabyte_event_fails_at_the_default_bound_holding_no_more() {
     assert!(fed <= DEFAULT_MAX_EVENT_BYTES);
     assert!(events.is_empty());
 }
+
+proptest! {
+    /// Events near the bound are accepted or refused the same, wherever the chunks split.
+    #[test]
+    fn the_bound_does_not_depend_on_chunking(
+        lines in proptest::collection::vec((0usize..40, prop_oneof![Just("data"), Just("event"), Just(":"), Just("x")]), 1..6),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut input = String::new();
+        for (len, field) in &lines {
+            input.push_str(&format!("{field}: {}\n", "a".repeat(*len)));
+        }
+        input.push('\n');
+        let bytes = input.as_bytes();
+        let at = cut.index(bytes.len() + 1);
+        let outcome = |chunks: &[&[u8]]| {
+            let mut decoder = SseDecoder::with_max_event_bytes(32);
+            let mut events = Vec::new();
+            let fed = chunks.iter().try_for_each(|c| decoder.feed(c, &mut events));
+            (fed.is_ok(), events)
+        };
+        prop_assert_eq!(outcome(&[bytes]), outcome(&[&bytes[..at], &bytes[at..]]));
+        let single: Vec<&[u8]> = bytes.chunks(1).collect();
+        prop_assert_eq!(outcome(&[bytes]), outcome(&single));
+    }
+}

@@ -175,6 +175,7 @@ async fn commands_do_not_see_the_agents_secrets_unless_passed_through() {
         ("AWS_SECRET_ACCESS_KEY", true),
         ("AWS_SESSION_TOKEN", true),
         ("PGPASSWORD", true),
+        ("DB_PASS", true),
         ("GOOGLE_APPLICATION_CREDENTIALS", true),
         ("npm_config__authToken", true),
         ("PATH", false),
@@ -185,4 +186,12 @@ async fn commands_do_not_see_the_agents_secrets_unless_passed_through() {
     ] {
         assert_eq!(sinew_tools::is_secret_env_var(name), secret, "{name}");
     }
+}
+
+#[tokio::test]
+async fn a_timeout_too_large_for_the_clock_never_fires() {
+    let (_dir, tool) = tool();
+    let tool = tool.with_timeout(Duration::MAX);
+    let result = tool.execute(json!({"command": "echo fine"}), ctx()).await.unwrap();
+    assert_eq!(text(&result), "Exit code: 0\nfine\n");
 }
