@@ -109,6 +109,33 @@ fn replace_leaf(value: &mut Value, mut index: usize, new: Value) -> bool {
     walk(value, &mut index, &mut Some(new))
 }
 
+/// The hostile-values property test of an SSE decoder's suite, as a `proptest` in the calling
+/// test crate: `fixtures` gives the protocol's recorded streams (name, bytes, expected) and
+/// `decode` decodes chunks into events. Every stream, whatever hostile values its events
+/// carry, must end with exactly one terminal event.
+#[macro_export]
+macro_rules! hostile_sse_checks {
+    (fixtures: $fixtures:path, decode: $decode:path $(,)?) => {
+        proptest::proptest! {
+            #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+            /// Recorded streams with hostile values where the service put numbers, strings and
+            /// flags: never a panic, always exactly one terminal event.
+            #[test]
+            fn hostile_values_in_recorded_streams_end_cleanly(
+                which in proptest::prelude::any::<proptest::sample::Index>(),
+                edits in $crate::hostile::hostile_edits(),
+            ) {
+                let fixtures = $fixtures();
+                let (name, bytes, _) = &fixtures[which.index(fixtures.len())];
+                let edited = $crate::hostile::edit_sse(bytes, &edits);
+                let events = $decode(&[&edited]);
+                proptest::prop_assert_eq!($crate::terminal_count(&events), 1, "{}", name);
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,21 +81,4 @@ sinew_testing::chunking_checks! {
     outcome: |chunks| stream_outcome(&decode(chunks)),
 }
 
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
-
-    /// Recorded streams with hostile values where the service put numbers, strings and flags
-    /// (counts past every integer type, negative indexes, 200 KB strings, wrong types): never a
-    /// panic, always exactly one terminal event.
-    #[test]
-    fn hostile_values_in_recorded_streams_end_cleanly(
-        which in proptest::prelude::any::<proptest::sample::Index>(),
-        edits in sinew_testing::hostile::hostile_edits(),
-    ) {
-        let fixtures = fixtures();
-        let (name, bytes, _) = &fixtures[which.index(fixtures.len())];
-        let edited = sinew_testing::hostile::edit_sse(bytes, &edits);
-        let events = decode(&[&edited]);
-        proptest::prop_assert_eq!(sinew_testing::terminal_count(&events), 1, "{}", name);
-    }
-}
+sinew_testing::hostile_sse_checks! { fixtures: fixtures, decode: decode }
