@@ -163,4 +163,16 @@ async fn a_day_long_retry_after_is_not_honoured() {
     let events: Vec<StreamEvent> = provider.stream(&request, CancellationToken::new()).collect().await;
     assert!(matches!(events.last(), Some(StreamEvent::Done(m)) if m.text() == "hello"), "{:?}", events.last());
     assert_eq!(server.requests().len(), 2);
+    // The retry is announced before the response begins, and the stream starts once: the
+    // transport's `Start`, not the decoder's as well.
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| match e {
+            StreamEvent::Retry { .. } => "retry",
+            StreamEvent::Start => "start",
+            StreamEvent::Delta(_) => "delta",
+            _ => "end",
+        })
+        .collect();
+    assert_eq!(kinds, ["retry", "start", "delta", "end"]);
 }

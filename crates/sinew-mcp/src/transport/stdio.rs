@@ -418,3 +418,24 @@ fn trim_line(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     line.trim_ascii()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    #[test]
+    fn the_server_inherits_the_allow_list_and_debug_hides_values() {
+        let command = StdioCommand::new("srv").env("API_TOKEN", "SECRET-VALUE").inherit("EXTRA");
+        let vars = ["PATH", "HOME", "OPENAI_API_KEY", "EXTRA", "OTHER"]
+            .into_iter()
+            .map(|name| (OsString::from(name), OsString::from("v")));
+        let mut names: Vec<String> =
+            command.environment(vars).into_iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["API_TOKEN", "EXTRA", "HOME", "PATH"]);
+        let shown = format!("{command:?}");
+        assert!(shown.contains("API_TOKEN") && !shown.contains("SECRET-VALUE"), "{shown}");
+    }
+}
