@@ -1,16 +1,19 @@
 //! sinew's project automation, run as `cargo xtask <command>`.
 //!
-//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, a publish dry run
-//!   of every crate, cargo-deny. It installs what it needs and is missing (cargo-nextest,
-//!   cargo-deny, the interop peers).
+//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, adk-python's
+//!   validation of our ADK JSON, a publish dry run of every crate, cargo-deny. It installs what it
+//!   needs and is missing (cargo-nextest, cargo-deny, the interop peers, google-adk).
 //! - `tidy`: the house rules no compiler checks (see [`tidy`]).
 //! - `conformance`: the MCP conformance suite against our client (the peers of `SINEW_PEERS_DIR`,
 //!   else of `target/peers`, installed when missing).
+//! - `adk`: adk-python's own models validate sinew-adk's JSON (google-adk in `SINEW_ADK_VENV`, else
+//!   `target/adk-venv`, installed when missing).
 //! - `peers [DIR]`: installs the interop peers into DIR (default `target/peers`).
 //! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `compaction`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod adk;
 mod codegen;
 mod conformance;
 mod setup;
@@ -29,6 +32,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
+        Some("adk") => adk::validate(&root, &adk::ensure_venv()?),
         Some("conformance") => conformance::run(&setup::ensure_peers(&root)?),
         Some("peers") => {
             let dir = match args.get(1) {
@@ -43,7 +47,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | compaction | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | compaction | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -82,6 +86,7 @@ fn ci(root: &Path) -> Result<()> {
     setup::ensure_cargo_tool("nextest", "cargo-nextest")?;
     setup::ensure_cargo_tool("deny", "cargo-deny")?;
     let peers = setup::ensure_peers(root)?;
+    let adk_python = adk::ensure_venv()?;
     // Every cargo step sees the same environment, so the build scripts that read it agree and
     // nothing is compiled twice.
     let ci_cargo = || {
@@ -112,6 +117,7 @@ fn ci(root: &Path) -> Result<()> {
     step("tests", tests)?;
 
     conformance::run(&peers)?;
+    adk::validate(root, &adk_python)?;
 
     let mut doctests = ci_cargo();
     doctests.args(["test", "--workspace", "--all-features", "--doc"]);

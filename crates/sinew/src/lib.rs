@@ -35,6 +35,8 @@
 //!   in JSON files and SQLite.
 //! - `postgres`: `session::PostgresStore`, sessions in PostgreSQL.
 //! - `tiktoken`: `compaction::TiktokenCounter`, OpenAI's tokenizer for exact token counts.
+//! - `adk`: [`adk`] (`sinew-adk`): Google ADK's data model, with JSON byte-compatible with
+//!   adk-python.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
 //! - `full`: every feature above.
 //!
@@ -48,6 +50,9 @@ pub use registry::{ProviderRegistry, providers_for_model};
 pub use sinew_agent::*;
 pub use sinew_core::*;
 
+/// Google ADK's data model, agents and runner.
+#[cfg(feature = "adk")]
+pub use sinew_adk as adk;
 /// The HTTP layer the providers share.
 #[cfg(feature = "http")]
 pub use sinew_http as http;

@@ -1,0 +1,313 @@
+//! ADK's `LlmResponse`, `Event` and `EventActions`, as adk-python 2.13 writes them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::genai::{Content, FunctionCall, FunctionResponse, UsageMetadata};
+use crate::json::opaque;
+
+/// Seconds since the epoch as a float, ADK's timestamp.
+pub fn now_seconds() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A fresh event id (a uuid4, as ADK's `Event.new_id`).
+pub fn new_event_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Declares [`LlmResponse`] and [`Event`] over one list of response fields, so the two cannot drift.
+macro_rules! response_types {
+    ($( $(#[$attr:meta])* $field:ident : $ty:ty, )*) => {
+        /// One response of a model (`google.adk.models.LlmResponse`).
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        #[non_exhaustive]
+        pub struct LlmResponse {
+            $( $(#[$attr])* pub $field: $ty, )*
+        }
+
+        /// One entry of a session's history (`google.adk.events.Event`): a response's fields plus who
+        /// wrote it, in which invocation, and what it does to the session.
+        ///
+        /// Unknown top-level keys are ignored, as adk-python does (`extra="ignore"`); everything below
+        /// the top level rejects them.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[non_exhaustive]
+        pub struct Event {
+            $( $(#[$attr])* pub $field: $ty, )*
+            #[serde(default, alias = "invocation_id")]
+            pub invocation_id: String,
+            #[serde(default)]
+            pub author: String,
+            #[serde(default)]
+            pub actions: EventActions,
+            /// A workflow node's output (ADK 2.x).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub output: Option<Value>,
+            #[serde(default, alias = "node_info")]
+            pub node_info: NodeInfo,
+            /// Calls that run long: the invocation suspends until the client answers them.
+            #[serde(default, skip_serializing_if = "Option::is_none", alias = "long_running_tool_ids")]
+            pub long_running_tool_ids: Option<BTreeSet<String>>,
+            /// `parent.child` path of the agent that wrote the event, isolating parallel branches.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub branch: Option<String>,
+            #[serde(default, skip_serializing_if = "Option::is_none", alias = "isolation_scope")]
+            pub isolation_scope: Option<String>,
+            #[serde(default)]
+            pub id: String,
+            #[serde(default = "now_seconds")]
+            pub timestamp: f64,
+        }
+
+        impl Event {
+            /// An event of `author` in `invocation_id` carrying `response`, with a fresh id and the
+            /// current time.
+            pub fn from_response(invocation_id: impl Into<String>, author: impl Into<String>, response: LlmResponse) -> Self {
+                Event {
+                    $( $field: response.$field, )*
+                    invocation_id: invocation_id.into(),
+                    author: author.into(),
+                    actions: EventActions::default(),
+                    output: None,
+                    node_info: NodeInfo::default(),
+                    long_running_tool_ids: None,
+                    branch: None,
+                    isolation_scope: None,
+                    id: new_event_id(),
+                    timestamp: now_seconds(),
+                }
+            }
+
+            /// The response fields of this event.
+            pub fn to_response(&self) -> LlmResponse {
+                LlmResponse { $( $field: self.$field.clone(), )* }
+            }
+        }
+    };
+}
+
+response_types! {
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "model_version")]
+    model_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    content: Option<Content>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "grounding_metadata")]
+    grounding_metadata: Option<Value>,
+    /// A streaming fragment: shown, never stored, never acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partial: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "turn_complete")]
+    turn_complete: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "turn_complete_reason")]
+    turn_complete_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "interaction_status")]
+    interaction_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "finish_reason")]
+    finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "error_code")]
+    error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "error_message")]
+    error_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    interrupted: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "custom_metadata")]
+    custom_metadata: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "usage_metadata")]
+    usage_metadata: Option<UsageMetadata>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "live_session_resumption_update")]
+    live_session_resumption_update: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "live_session_id")]
+    live_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "go_away")]
+    go_away: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "voice_activity")]
+    voice_activity: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "input_transcription")]
+    input_transcription: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "output_transcription")]
+    output_transcription: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "avg_logprobs")]
+    avg_logprobs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "logprobs_result")]
+    logprobs_result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "cache_metadata")]
+    cache_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "citation_metadata")]
+    citation_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "interaction_id")]
+    interaction_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "environment_id")]
+    environment_id: Option<String>,
+}
+
+impl LlmResponse {
+    /// A complete response holding `content`.
+    pub fn new(content: Content) -> Self {
+        LlmResponse { content: Some(content), ..LlmResponse::default() }
+    }
+
+    /// A response reporting an error, ADK's way: a code and a message, no content.
+    pub fn error(code: impl Into<String>, message: impl Into<String>) -> Self {
+        LlmResponse { error_code: Some(code.into()), error_message: Some(message.into()), ..LlmResponse::default() }
+    }
+
+    /// Whether this is a streaming fragment.
+    pub fn is_partial(&self) -> bool {
+        self.partial == Some(true)
+    }
+}
+
+impl Event {
+    /// A user event in `invocation_id` holding `content`.
+    pub fn user(invocation_id: impl Into<String>, content: Content) -> Self {
+        Event::from_response(invocation_id, "user", LlmResponse::new(content))
+    }
+
+    /// Whether this is a streaming fragment (never stored).
+    pub fn is_partial(&self) -> bool {
+        self.partial == Some(true)
+    }
+
+    /// The function calls this event carries.
+    pub fn function_calls(&self) -> impl Iterator<Item = &FunctionCall> {
+        self.content.iter().flat_map(Content::function_calls)
+    }
+
+    /// The function responses this event carries.
+    pub fn function_responses(&self) -> impl Iterator<Item = &FunctionResponse> {
+        self.content.iter().flat_map(Content::function_responses)
+    }
+
+    /// ADK's `is_final_response`: the event ends its agent's turn for the user to see.
+    pub fn is_final_response(&self) -> bool {
+        if self.actions.skip_summarization == Some(true)
+            || self.long_running_tool_ids.as_ref().is_some_and(|ids| !ids.is_empty())
+        {
+            return true;
+        }
+        self.function_calls().next().is_none()
+            && self.function_responses().next().is_none()
+            && !self.is_partial()
+            && !self.has_trailing_code_execution_result()
+    }
+
+    fn has_trailing_code_execution_result(&self) -> bool {
+        self.content.as_ref().and_then(|c| c.parts().last()).is_some_and(|p| p.code_execution_result.is_some())
+    }
+}
+
+/// Where an event sits in a workflow (ADK 2.x). `path` is `""` for events outside any agent node.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct NodeInfo {
+    #[serde(default)]
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "output_for")]
+    pub output_for: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "message_as_output")]
+    pub message_as_output: Option<bool>,
+}
+
+impl NodeInfo {
+    /// The node info of an event written by `path` (`agent@1`).
+    pub fn at(path: impl Into<String>) -> Self {
+        NodeInfo { path: path.into(), output_for: None, message_as_output: None }
+    }
+}
+
+/// What an event does besides its content (`google.adk.events.EventActions`). The four maps are
+/// always written, even when empty.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct EventActions {
+    /// Show the tool's result to the user as is, without another model call.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "skip_summarization")]
+    pub skip_summarization: Option<bool>,
+    #[serde(default, alias = "state_delta")]
+    pub state_delta: Map<String, Value>,
+    /// File name → the version saved.
+    #[serde(default, alias = "artifact_delta")]
+    pub artifact_delta: BTreeMap<String, i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "transfer_to_agent")]
+    pub transfer_to_agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "transfer_reason")]
+    pub transfer_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate: Option<bool>,
+    /// Function call id → the auth config requested (kept as given).
+    #[serde(default, alias = "requested_auth_configs")]
+    pub requested_auth_configs: Map<String, Value>,
+    /// Function call id → the confirmation requested.
+    #[serde(default, alias = "requested_tool_confirmations")]
+    pub requested_tool_confirmations: BTreeMap<String, ToolConfirmation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<EventCompaction>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "end_of_agent")]
+    pub end_of_agent: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "agent_state")]
+    pub agent_state: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "rewind_before_invocation_id")]
+    pub rewind_before_invocation_id: Option<String>,
+    /// A workflow route (ADK 2.x): a bool, a number, a string or a list of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "render_ui_widgets")]
+    pub render_ui_widgets: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "set_model_response")]
+    pub set_model_response: Option<Value>,
+}
+
+impl EventActions {
+    /// Whether the actions do nothing at all.
+    pub fn is_empty(&self) -> bool {
+        *self == EventActions::default()
+    }
+}
+
+/// A request to confirm a tool call, and the answer (`google.adk.tools.ToolConfirmation`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ToolConfirmation {
+    #[serde(default)]
+    pub hint: String,
+    #[serde(default)]
+    pub confirmed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+impl ToolConfirmation {
+    /// A confirmation request with `hint`, not yet confirmed.
+    pub fn request(hint: impl Into<String>) -> Self {
+        ToolConfirmation { hint: hint.into(), confirmed: false, payload: None }
+    }
+}
+
+impl EventCompaction {
+    /// `compacted_content` standing in for the events from `start_timestamp` to `end_timestamp`.
+    pub fn new(start_timestamp: f64, end_timestamp: f64, compacted_content: Content) -> Self {
+        EventCompaction { start_timestamp, end_timestamp, compacted_content }
+    }
+}
+
+/// A summary standing in for the events between two timestamps (`EventCompaction`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct EventCompaction {
+    #[serde(alias = "start_timestamp")]
+    pub start_timestamp: f64,
+    #[serde(alias = "end_timestamp")]
+    pub end_timestamp: f64,
+    #[serde(alias = "compacted_content")]
+    pub compacted_content: Content,
+}

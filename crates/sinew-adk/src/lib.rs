@@ -1,0 +1,34 @@
+//! Google's Agent Development Kit (ADK) for sinew: ADK's data model, with JSON byte-compatible
+//! with adk-python 2.13.
+//!
+//! Everything here reads what adk-python writes and writes what it reads: events and sessions in
+//! the REST API's camelCase form (plain `serde`), and in the session stores' snake_case form
+//! ([`to_snake_value`]). adk-python's own pydantic models validate our output in CI.
+//!
+//! ```
+//! use sinew_adk::{Content, Event, to_snake_value};
+//!
+//! let event = Event::user("e-1", Content::user_text("hi"));
+//! let wire = serde_json::to_value(&event).unwrap();
+//! assert_eq!(wire["invocationId"], "e-1");
+//! assert_eq!(to_snake_value(&event).unwrap()["invocation_id"], "e-1");
+//! let back: Event = serde_json::from_value(wire).unwrap();
+//! assert_eq!(back, event);
+//! ```
+//!
+//! See `docs/concepts/adk.md` for how ADK's concepts map to sinew-adk.
+
+pub mod event;
+pub mod genai;
+mod json;
+pub mod types;
+
+pub use event::{
+    Event, EventActions, EventCompaction, LlmResponse, NodeInfo, ToolConfirmation, new_event_id, now_seconds,
+};
+pub use genai::{
+    Blob, CodeExecutionResult, Content, ExecutableCode, FileData, FunctionCall, FunctionDeclaration, FunctionResponse,
+    GenerateContentConfig, MODEL, Part, SystemInstruction, ThinkingConfig, Tool, USER, UsageMetadata,
+};
+pub use json::to_snake_value;
+pub use types::{LlmRequest, RunAgentRequest, Session};

@@ -1,0 +1,100 @@
+//! The session, the model request and the run request, as adk-python writes them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::event::Event;
+use crate::genai::{Content, GenerateContentConfig};
+use crate::json::to_snake_value;
+
+/// A conversation (`google.adk.sessions.Session`): its merged state (session keys plus the `app:`
+/// and `user:` keys it sees) and its events, oldest first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Session {
+    pub id: String,
+    #[serde(alias = "app_name")]
+    pub app_name: String,
+    #[serde(alias = "user_id")]
+    pub user_id: String,
+    #[serde(default)]
+    pub state: Map<String, Value>,
+    #[serde(default)]
+    pub events: Vec<Event>,
+    #[serde(default, alias = "last_update_time")]
+    pub last_update_time: f64,
+}
+
+impl Session {
+    /// An empty session.
+    pub fn new(app_name: impl Into<String>, user_id: impl Into<String>, id: impl Into<String>) -> Self {
+        Session { id: id.into(), app_name: app_name.into(), user_id: user_id.into(), ..Session::default() }
+    }
+}
+
+/// What a model is asked (`google.adk.models.LlmRequest`). Its JSON form is adk-python's
+/// `model_dump()`: snake_case throughout ([`LlmRequest::to_json`]), the form the conformance
+/// recordings hold.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LlmRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub contents: Vec<Content>,
+    #[serde(default)]
+    pub config: GenerateContentConfig,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_config: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacheable_contents_token_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_interaction_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<String>,
+}
+
+impl LlmRequest {
+    /// The request as adk-python dumps it (`model_dump(mode="json", exclude_none=True)`).
+    pub fn to_json(&self) -> Value {
+        // Every field serializes infallibly: maps have string keys and numbers are finite or null.
+        to_snake_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The system instruction's text, `None` when there is none.
+    pub fn system_instruction(&self) -> Option<String> {
+        self.config.system_instruction.as_ref().map(crate::genai::SystemInstruction::text)
+    }
+}
+
+/// The body of `POST /run` and `/run_sse` (`google.adk.cli.api_server.RunAgentRequest`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct RunAgentRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "app_name")]
+    pub app_name: Option<String>,
+    #[serde(alias = "user_id")]
+    pub user_id: String,
+    #[serde(alias = "session_id")]
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "new_message")]
+    pub new_message: Option<Content>,
+    /// `true` asks for partial fragments (`StreamingMode.SSE`).
+    #[serde(default)]
+    pub streaming: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "state_delta")]
+    pub state_delta: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "function_call_event_id")]
+    pub function_call_event_id: Option<String>,
+    /// Resumes this invocation.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "invocation_id")]
+    pub invocation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "custom_metadata")]
+    pub custom_metadata: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "service_tier")]
+    pub service_tier: Option<String>,
+}

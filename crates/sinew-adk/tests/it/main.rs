@@ -1,0 +1,11 @@
+//! sinew-adk's integration tests.
+
+mod wire;
+
+use std::path::PathBuf;
+
+/// A file under `tests/data/`, copied from running google-adk 2.13.0 (see `tests/data/PROVENANCE.md`).
+pub(crate) fn data(path: &str) -> String {
+    let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
