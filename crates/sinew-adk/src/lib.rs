@@ -18,11 +18,14 @@
 //!
 //! See `docs/concepts/adk.md` for how ADK's concepts map to sinew-adk.
 
+mod error;
 pub mod event;
 pub mod genai;
 mod json;
+pub mod session;
 pub mod types;
 
+pub use error::{Error, Result};
 pub use event::{
     Event, EventActions, EventCompaction, LlmResponse, NodeInfo, ToolConfirmation, new_event_id, now_seconds,
 };
@@ -31,4 +34,5 @@ pub use genai::{
     GenerateContentConfig, MODEL, Part, SystemInstruction, ThinkingConfig, Tool, USER, UsageMetadata,
 };
 pub use json::to_snake_value;
+pub use session::{GetSessionConfig, InMemorySessionService, SessionService, apply_event};
 pub use types::{LlmRequest, RunAgentRequest, Session};

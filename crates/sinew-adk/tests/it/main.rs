@@ -1,5 +1,6 @@
 //! sinew-adk's integration tests.
 
+mod session_services;
 mod wire;
 
 use std::path::PathBuf;
