@@ -10,6 +10,9 @@ pub enum Error {
     /// The session is not there (ADK's `SessionNotFoundError`).
     #[error("session not found: {0}")]
     SessionNotFound(String),
+    /// The model failed: the provider's error.
+    #[error("model: {0}")]
+    Model(#[source] sinew_core::ProviderError),
     /// A request that cannot be served as given.
     #[error("{0}")]
     InvalidRequest(String),

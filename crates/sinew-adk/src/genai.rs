@@ -403,6 +403,13 @@ pub struct Tool {
     pub exa_ai_search: Option<Value>,
 }
 
+impl Tool {
+    /// A tool holding function declarations.
+    pub fn functions(declarations: Vec<FunctionDeclaration>) -> Self {
+        Tool { function_declarations: Some(declarations), ..Tool::default() }
+    }
+}
+
 /// How the model thinks (`google.genai.types.ThinkingConfig`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -22,6 +22,7 @@ mod error;
 pub mod event;
 pub mod genai;
 mod json;
+pub mod model;
 pub mod session;
 pub mod types;
 
@@ -34,5 +35,6 @@ pub use genai::{
     GenerateContentConfig, MODEL, Part, SystemInstruction, ThinkingConfig, Tool, USER, UsageMetadata,
 };
 pub use json::to_snake_value;
+pub use model::{Llm, ModelAdapter};
 pub use session::{GetSessionConfig, InMemorySessionService, SessionService, apply_event};
 pub use types::{LlmRequest, RunAgentRequest, Session};

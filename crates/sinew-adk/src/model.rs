@@ -1,0 +1,353 @@
+//! The model side: ADK's `BaseLlm` contract as the [`Llm`] trait, and [`ModelAdapter`], which makes
+//! any sinew [`StreamProvider`] an [`Llm`].
+//!
+//! The contract (adk-python's `generate_content_async`): with `stream == false` a model yields
+//! exactly one complete response; with `stream == true` it yields partial fragments
+//! (`partial: true`) and then one final response holding the aggregated content, identical to the
+//! non-streaming answer. A fragment is a display hint: nothing executes a tool, stores an event
+//! or ends a turn on one. An error ends the stream: it is the last item.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use futures::StreamExt as _;
+use futures::stream::{self, BoxStream};
+use serde_json::{Map, Value, json};
+use sinew_core::{
+    AssistantMessage, CancellationToken, Content as Block, Message, StopReason, StreamEvent, StreamProvider,
+    StreamRequest, ThinkingLevel, ToolDefinition, ToolResultMessage, Usage, UserMessage, now_ms,
+};
+
+use crate::error::{Error, Result};
+use crate::event::LlmResponse;
+use crate::genai::{Content, FunctionCall, MODEL, Part, ThinkingConfig, UsageMetadata};
+use crate::types::LlmRequest;
+
+/// A model ADK agents call (ADK's `BaseLlm`). Object-safe: agents hold an `Arc<dyn Llm>`.
+pub trait Llm: Send + Sync {
+    /// The model's name, sent as [`LlmRequest::model`].
+    fn name(&self) -> &str;
+
+    /// Answers `request`: one complete response when `stream` is false; fragments and then one
+    /// aggregated final response when it is true. An `Err` is the last item.
+    fn generate_content(&self, request: LlmRequest, stream: bool) -> BoxStream<'static, Result<LlmResponse>>;
+}
+
+impl<L: Llm + ?Sized> Llm for Arc<L> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn generate_content(&self, request: LlmRequest, stream: bool) -> BoxStream<'static, Result<LlmResponse>> {
+        (**self).generate_content(request, stream)
+    }
+}
+
+/// A sinew [`StreamProvider`] as an ADK [`Llm`] (spec 000, "Model adapter streams LLM responses").
+///
+/// The request's system instruction becomes the system prompt (a content's text parts joined with
+/// `\n`; none when absent), its contents become sinew messages (function-call ids kept, `call_<name>`
+/// when empty; each function response a tool result), its function declarations the tools. The
+/// answer comes back as one final response (`partial: false`, `turnComplete: true`), preceded in
+/// streaming mode by one fragment per text or thought delta. A provider error is yielded at once
+/// and ends the stream. Dropping the stream cancels the provider's request.
+pub struct ModelAdapter {
+    provider: Arc<dyn StreamProvider>,
+    model: String,
+}
+
+impl std::fmt::Debug for ModelAdapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelAdapter")
+            .field("provider", &self.provider.provider_id())
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+impl ModelAdapter {
+    /// `model` served by `provider`.
+    pub fn new(provider: Arc<dyn StreamProvider>, model: impl Into<String>) -> Self {
+        ModelAdapter { provider, model: model.into() }
+    }
+}
+
+impl Llm for ModelAdapter {
+    fn name(&self) -> &str {
+        &self.model
+    }
+
+    fn generate_content(&self, request: LlmRequest, stream: bool) -> BoxStream<'static, Result<LlmResponse>> {
+        let model = request.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| self.model.clone());
+        let provider_id = self.provider.provider_id_for(&model).to_owned();
+        let system = request.system_instruction().unwrap_or_default();
+        let messages = to_messages(&request.contents, &provider_id, &model);
+        let refs: Vec<&Message> = messages.iter().collect();
+        let tools = to_tools(&request);
+        let mut call = StreamRequest::new(&model, &system, &refs);
+        call.tools = &tools;
+        call.temperature = request.config.temperature.map(|t| t as f32);
+        call.max_tokens = request.config.max_output_tokens;
+        call.thinking_level = thinking_level(request.config.thinking_config.as_ref());
+        let cancel = CancellationToken::new();
+        let events = self.provider.stream(&call, cancel.clone());
+        let state = Adapting { events, stream, done: false, _cancel: cancel.drop_guard() };
+        stream::unfold(state, |mut state| async move {
+            if state.done {
+                return None;
+            }
+            loop {
+                let item = match state.events.next().await {
+                    Some(StreamEvent::Delta(delta)) if state.stream => match fragment(delta) {
+                        Some(part) => {
+                            Ok(LlmResponse { partial: Some(true), ..LlmResponse::new(Content::new(MODEL, vec![part])) })
+                        }
+                        None => continue,
+                    },
+                    Some(StreamEvent::Done(message)) => {
+                        state.done = true;
+                        Ok(to_response(message))
+                    }
+                    Some(StreamEvent::Error { error, .. }) => {
+                        state.done = true;
+                        Err(Error::Model(error))
+                    }
+                    Some(_) => continue,
+                    None => {
+                        state.done = true;
+                        Err(Error::Model(sinew_core::ProviderError::Protocol(
+                            "the provider's stream ended without a final message".into(),
+                        )))
+                    }
+                };
+                return Some((item, state));
+            }
+        })
+        .boxed()
+    }
+}
+
+struct Adapting {
+    events: BoxStream<'static, StreamEvent>,
+    stream: bool,
+    done: bool,
+    /// Cancels the provider's request when the caller drops the stream.
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+/// A streaming fragment for a text or thought delta; tool-call deltas are not shown.
+fn fragment(delta: sinew_core::StreamDelta) -> Option<Part> {
+    match delta {
+        sinew_core::StreamDelta::Text { delta, .. } => Some(Part::text(delta)),
+        sinew_core::StreamDelta::Thinking { delta, .. } => Some(Part::thought(delta, None)),
+        _ => None,
+    }
+}
+
+fn thinking_level(config: Option<&ThinkingConfig>) -> ThinkingLevel {
+    let Some(config) = config else { return ThinkingLevel::Off };
+    match (config.thinking_level.as_deref(), config.thinking_budget) {
+        (Some("MINIMAL"), _) => ThinkingLevel::Minimal,
+        (Some("LOW"), _) => ThinkingLevel::Low,
+        (Some("MEDIUM"), _) => ThinkingLevel::Medium,
+        (Some("HIGH"), _) => ThinkingLevel::High,
+        (_, Some(0)) => ThinkingLevel::Off,
+        (_, Some(budget)) if budget > 0 && budget <= 1024 => ThinkingLevel::Low,
+        (_, Some(budget)) if budget > 0 && budget <= 8192 => ThinkingLevel::Medium,
+        (_, Some(_)) => ThinkingLevel::High,
+        (_, None) if config.include_thoughts == Some(true) => ThinkingLevel::Medium,
+        _ => ThinkingLevel::Off,
+    }
+}
+
+fn to_tools(request: &LlmRequest) -> Vec<ToolDefinition> {
+    request
+        .config
+        .function_declarations()
+        .map(|d| ToolDefinition {
+            name: d.name.clone().unwrap_or_default(),
+            description: d.description.clone().unwrap_or_default(),
+            parameters: d
+                .parameters_json_schema
+                .clone()
+                .or_else(|| d.parameters.clone())
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        })
+        .collect()
+}
+
+/// The id a call goes by: its own, else `call_<name>` (spec 000, "convertMessages forwards
+/// FunctionCall ID").
+pub fn call_id(id: Option<&str>, name: &str) -> String {
+    match id {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => format!("call_{name}"),
+    }
+}
+
+/// A signature as sinew carries it (the provider's base64 text) from ADK's bytes.
+fn signature_text(bytes: Option<&Vec<u8>>) -> Option<String> {
+    bytes.map(|b| STANDARD.encode(b))
+}
+
+/// ADK's signature bytes from sinew's text: the decoded base64, or the text's bytes when it is
+/// not canonical base64.
+fn signature_bytes(text: Option<String>) -> Option<Vec<u8>> {
+    let text = text?;
+    match STANDARD.decode(&text) {
+        Ok(bytes) if STANDARD.encode(&bytes) == text => Some(bytes),
+        _ => Some(text.into_bytes()),
+    }
+}
+
+/// The key under which an opaque provider block rides in a part's `partMetadata`.
+const OPAQUE_KEY: &str = "sinew_opaque";
+
+/// ADK contents as sinew messages: model turns are assistant messages, function responses tool
+/// results, every other role a user turn.
+pub fn to_messages(contents: &[Content], provider: &str, model: &str) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(contents.len());
+    for content in contents {
+        if content.role() == MODEL {
+            let mut message = AssistantMessage::new(provider, model);
+            message.content = content.parts().iter().filter_map(to_block).collect();
+            if message.tool_calls().next().is_some() {
+                message.stop_reason = StopReason::ToolUse;
+            }
+            messages.push(Message::Assistant(message));
+            continue;
+        }
+        let mut blocks = Vec::new();
+        for part in content.parts() {
+            if let Some(response) = &part.function_response {
+                let response = response_value(response.response.as_ref());
+                let is_error = response.get("error").is_some_and(|e| !e.is_null());
+                messages.push(Message::ToolResult(ToolResultMessage {
+                    tool_call_id: call_id(part.function_response.as_ref().and_then(|r| r.id.as_deref()), name_of(part)),
+                    tool_name: name_of(part).to_owned(),
+                    content: vec![Block::text(response.to_string())],
+                    is_error,
+                    timestamp: now_ms(),
+                    details: Value::Null,
+                }));
+            } else if let Some(block) = to_block(part) {
+                blocks.push(block);
+            }
+        }
+        if !blocks.is_empty() {
+            messages.push(Message::User(UserMessage { content: blocks, timestamp: now_ms() }));
+        }
+    }
+    messages
+}
+
+fn name_of(part: &Part) -> &str {
+    part.function_response.as_ref().map_or("", |r| r.name())
+}
+
+fn response_value(response: Option<&Map<String, Value>>) -> Value {
+    response.map_or(Value::Object(Map::new()), |r| Value::Object(r.clone()))
+}
+
+fn to_block(part: &Part) -> Option<Block> {
+    if let Some(call) = &part.function_call {
+        return Some(Block::ToolCall {
+            id: call_id(call.id.as_deref(), call.name()),
+            name: call.name().to_owned(),
+            arguments: Value::Object(call.args.clone().unwrap_or_default()),
+            signature: signature_text(part.thought_signature.as_ref()),
+        });
+    }
+    if let Some(text) = &part.text {
+        let signature = signature_text(part.thought_signature.as_ref());
+        return Some(if part.is_thought() {
+            Block::Thinking { thinking: text.clone(), signature, redacted: false, id: None }
+        } else {
+            Block::Text { text: text.clone(), signature }
+        });
+    }
+    if let Some(blob) = &part.inline_data {
+        return Some(Block::image(
+            STANDARD.encode(blob.data.as_deref().unwrap_or_default()),
+            blob.mime_type.clone().unwrap_or_default(),
+        ));
+    }
+    if let Some(opaque) = part.part_metadata.as_ref().and_then(|m| m.get(OPAQUE_KEY)) {
+        return Some(Block::Opaque {
+            provider: opaque["provider"].as_str().unwrap_or_default().to_owned(),
+            data: opaque["data"].clone(),
+        });
+    }
+    // A redacted thought: only its signature is there.
+    if part.is_thought() && part.thought_signature.is_some() {
+        return Some(Block::Thinking {
+            thinking: String::new(),
+            signature: signature_text(part.thought_signature.as_ref()),
+            redacted: true,
+            id: None,
+        });
+    }
+    None
+}
+
+/// A sinew content block as an ADK part.
+pub fn to_part(block: Block) -> Option<Part> {
+    Some(match block {
+        Block::Text { text, signature } => Part { thought_signature: signature_bytes(signature), ..Part::text(text) },
+        Block::Thinking { thinking, signature, .. } => Part::thought(thinking, signature_bytes(signature)),
+        Block::ToolCall { id, name, arguments, signature } => {
+            let args = match arguments {
+                Value::Object(map) => map,
+                Value::Null => Map::new(),
+                other => Map::from_iter([("value".to_owned(), other)]),
+            };
+            let id = Some(id).filter(|id| !id.is_empty());
+            Part {
+                thought_signature: signature_bytes(signature),
+                ..Part::function_call(FunctionCall::new(id, name, args))
+            }
+        }
+        Block::Image { data, mime_type } => Part::inline_data(mime_type, STANDARD.decode(data.as_bytes()).ok()?),
+        Block::Opaque { provider, data } => Part {
+            part_metadata: Some(Map::from_iter([(OPAQUE_KEY.to_owned(), json!({"provider": provider, "data": data}))])),
+            ..Part::default()
+        },
+        _ => return None,
+    })
+}
+
+fn finish_reason(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Length => "MAX_TOKENS",
+        StopReason::Refusal => "SAFETY",
+        StopReason::Error | StopReason::Aborted => "OTHER",
+        _ => "STOP",
+    }
+}
+
+fn usage_metadata(usage: &Usage) -> UsageMetadata {
+    UsageMetadata {
+        prompt_token_count: Some(usage.prompt_tokens()),
+        candidates_token_count: Some(usage.output),
+        total_token_count: Some(usage.all_tokens()),
+        cached_content_token_count: Some(usage.cache_read).filter(|&n| n > 0),
+        ..UsageMetadata::default()
+    }
+}
+
+/// A provider's final message as ADK's final response.
+fn to_response(message: AssistantMessage) -> LlmResponse {
+    let parts: Vec<Part> = message.content.into_iter().filter_map(to_part).collect();
+    let mut response = LlmResponse::new(Content::new(MODEL, parts));
+    response.partial = Some(false);
+    response.turn_complete = Some(true);
+    response.finish_reason = Some(finish_reason(message.stop_reason).to_owned());
+    response.usage_metadata = Some(usage_metadata(&message.usage));
+    response.model_version = Some(message.model).filter(|m| !m.is_empty());
+    if message.stop_reason == StopReason::Error {
+        response.error_code = Some("MODEL_ERROR".into());
+        response.error_message = message.error_message;
+    }
+    response
+}

@@ -1,0 +1,301 @@
+//! The model adapter: spec 000's "Model adapter streams LLM responses", "SystemInstruction
+//! Forwarding" and "convertMessages forwards FunctionCall ID", over `MockProvider` and over the
+//! Anthropic provider against a real HTTP server.
+
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use serde_json::{Value, json};
+use sinew_adk::genai::FunctionResponse;
+use sinew_adk::{
+    Content, FunctionCall, FunctionDeclaration, Llm, LlmRequest, LlmResponse, ModelAdapter, Part, SystemInstruction,
+    Tool,
+};
+use sinew_core::{CancellationToken, Message, ProviderError, StreamEvent, StreamProvider, StreamRequest};
+use sinew_testing::{MockProvider, MockResponse};
+
+fn request(contents: Vec<Content>, system: Option<SystemInstruction>) -> LlmRequest {
+    let mut request = LlmRequest::default();
+    request.model = Some("mock-model".into());
+    request.contents = contents;
+    request.config.system_instruction = system;
+    request
+}
+
+async fn run(
+    responses: Vec<MockResponse>,
+    request: LlmRequest,
+    stream: bool,
+) -> (Vec<Result<LlmResponse, String>>, Arc<MockProvider>) {
+    let provider = Arc::new(MockProvider::new(responses));
+    let adapter = ModelAdapter::new(provider.clone(), "mock-model");
+    let items = adapter.generate_content(request, stream).map(|r| r.map_err(|e| e.to_string())).collect().await;
+    (items, provider)
+}
+
+fn text_of(response: &LlmResponse) -> String {
+    response.content.as_ref().map(Content::text).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn non_streaming_yields_one_complete_response() {
+    let hello = || MockResponse::new().text_delta("Hello ").text_delta("world").usage(10, 5);
+    let (items, _) = run(vec![hello()], request(vec![Content::user_text("hi")], None), false).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    let response = items[0].as_ref().unwrap();
+    assert_eq!((response.partial, response.turn_complete), (Some(false), Some(true)));
+    assert_eq!(text_of(response), "Hello world");
+    assert_eq!(response.content.as_ref().unwrap().parts().len(), 1);
+    assert_eq!(response.finish_reason.as_deref(), Some("STOP"));
+    let usage = response.usage_metadata.as_ref().unwrap();
+    assert_eq!(
+        (usage.prompt_token_count, usage.candidates_token_count, usage.total_token_count),
+        (Some(10), Some(5), Some(15))
+    );
+}
+
+#[tokio::test]
+async fn non_streaming_carries_the_tool_calls() {
+    let call =
+        MockResponse::new().text_delta("Let me check.").tool_call("call-1", "get_weather", json!({"city": "Paris"}));
+    let (items, _) = run(vec![call], request(vec![Content::user_text("weather?")], None), false).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    let response = items[0].as_ref().unwrap();
+    assert_eq!((response.partial, response.turn_complete), (Some(false), Some(true)));
+    let calls: Vec<&FunctionCall> = response.content.as_ref().unwrap().function_calls().collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].id(), calls[0].name()), ("call-1", "get_weather"));
+    assert_eq!(calls[0].args.as_ref().unwrap()["city"], "Paris");
+}
+
+#[tokio::test]
+async fn streaming_yields_one_fragment_per_delta_then_the_aggregate() {
+    let answer = MockResponse::new().thinking_delta("hmm").text_delta("Hello ").text_delta("world");
+    let (items, _) = run(vec![answer], request(vec![Content::user_text("hi")], None), true).await;
+    let items: Vec<LlmResponse> = items.into_iter().map(Result::unwrap).collect();
+    assert_eq!(items.len(), 4, "{items:#?}");
+    for (fragment, expected) in items[..3].iter().zip(["", "Hello ", "world"]) {
+        assert_eq!((fragment.partial, fragment.turn_complete), (Some(true), None));
+        assert_eq!(text_of(fragment), expected);
+    }
+    assert!(items[0].content.as_ref().unwrap().parts()[0].is_thought());
+    let last = &items[3];
+    assert_eq!((last.partial, last.turn_complete), (Some(false), Some(true)));
+    assert_eq!(text_of(last), "Hello world");
+    // The aggregate is what the non-streaming call gives.
+    let again = MockResponse::new().thinking_delta("hmm").text_delta("Hello ").text_delta("world");
+    let (single, _) = run(vec![again], request(vec![Content::user_text("hi")], None), false).await;
+    assert_eq!(single[0].as_ref().unwrap().content, last.content);
+}
+
+#[tokio::test]
+async fn a_provider_error_is_yielded_at_once_and_ends_the_stream() {
+    for stream in [false, true] {
+        let refused = MockResponse::error(ProviderError::Auth("bad key".into()));
+        let (items, _) = run(vec![refused], request(vec![Content::user_text("hi")], None), stream).await;
+        assert_eq!(items, vec![Err("model: authentication failed: bad key".to_owned())], "stream={stream}");
+
+        let broken = MockResponse::new().text_delta("Hel").then_error(ProviderError::Protocol("bad frame".into()));
+        let (items, _) = run(vec![broken], request(vec![Content::user_text("hi")], None), stream).await;
+        let last = items.last().unwrap();
+        assert_eq!(last, &Err("model: protocol error: bad frame".to_owned()), "stream={stream}");
+        // In streaming mode the fragment before the error was shown; nothing follows the error.
+        assert_eq!(items.len(), if stream { 2 } else { 1 }, "{items:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_system_instruction_becomes_the_system_prompt() {
+    let multi = Content::new("user", vec![Part::text("Be brief."), Part::text("Answer in French.")]);
+    let cases = [
+        (Some(SystemInstruction::Text("You are a demo agent.".into())), "You are a demo agent."),
+        (Some(SystemInstruction::Content(multi)), "Be brief.\nAnswer in French."),
+        (None, ""),
+    ];
+    for (system, expected) in cases {
+        let (_, provider) =
+            run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], system), false).await;
+        let seen = &provider.requests()[0];
+        assert_eq!(seen.system_prompt, expected);
+        // Only the contents are forwarded as messages: the instruction is not a message.
+        assert_eq!(
+            seen.messages,
+            vec![Message::user("hi")].into_iter().map(|m| with_time(m, &seen.messages[0])).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// `expected` with the timestamp of `seen`, which the adapter stamps.
+fn with_time(expected: Message, seen: &Message) -> Message {
+    match (expected, seen) {
+        (Message::User(mut m), Message::User(s)) => {
+            m.timestamp = s.timestamp;
+            Message::User(m)
+        }
+        (other, _) => other,
+    }
+}
+
+#[tokio::test]
+async fn function_call_ids_are_kept_or_named_after_the_function() {
+    let history = vec![
+        Content::user_text("weather in Paris and Rome?"),
+        Content::new(
+            "model",
+            vec![
+                Part::function_call(FunctionCall::new(
+                    Some("adk-uuid-123".into()),
+                    "get_weather",
+                    json_map(json!({"city": "Paris"})),
+                )),
+                Part::function_call(FunctionCall::new(None, "get_time", json_map(json!({"city": "Rome"})))),
+            ],
+        ),
+        Content::new(
+            "user",
+            vec![
+                Part::function_response(FunctionResponse::new(
+                    Some("adk-uuid-123".into()),
+                    "get_weather",
+                    json_map(json!({"forecast": "sunny"})),
+                )),
+                Part::function_response(FunctionResponse::new(
+                    None,
+                    "get_time",
+                    json_map(json!({"error": "no clock"})),
+                )),
+            ],
+        ),
+    ];
+    let mut req = request(history, None);
+    req.config.tools = Some(vec![weather_tool()]);
+    let (_, provider) = run(vec![MockResponse::text("ok")], req, false).await;
+    let seen = &provider.requests()[0];
+    let Message::Assistant(assistant) = &seen.messages[1] else { panic!("{:?}", seen.messages[1]) };
+    let ids: Vec<&str> = assistant.tool_calls().map(|c| c.id).collect();
+    assert_eq!(ids, ["adk-uuid-123", "call_get_time"]);
+    let results: Vec<(&str, &str, bool)> = seen.messages[2..]
+        .iter()
+        .map(|m| match m {
+            Message::ToolResult(r) => (r.tool_call_id.as_str(), r.tool_name.as_str(), r.is_error),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(results, [("adk-uuid-123", "get_weather", false), ("call_get_time", "get_time", true)]);
+    assert_eq!(seen.tools.len(), 1);
+    assert_eq!(seen.tools[0].name, "get_weather");
+    assert_eq!(seen.tools[0].parameters["required"], json!(["city"]));
+}
+
+fn json_map(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+fn weather_tool() -> Tool {
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    Tool::functions(vec![FunctionDeclaration::new("get_weather", "Returns the weather.", Some(schema))])
+}
+
+/// A provider that keeps the cancellation token of its call and never answers.
+#[derive(Default)]
+struct Hanging(Mutex<Option<CancellationToken>>);
+
+impl StreamProvider for Hanging {
+    fn provider_id(&self) -> &str {
+        "hanging"
+    }
+
+    fn stream(&self, _request: &StreamRequest<'_>, cancel: CancellationToken) -> BoxStream<'static, StreamEvent> {
+        *self.0.lock().unwrap() = Some(cancel);
+        futures::stream::pending().boxed()
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_stream_cancels_the_request() {
+    let provider = Arc::new(Hanging::default());
+    let adapter = ModelAdapter::new(provider.clone(), "m");
+    let stream = adapter.generate_content(request(vec![Content::user_text("hi")], None), true);
+    let token = provider.0.lock().unwrap().clone().unwrap();
+    assert!(!token.is_cancelled());
+    drop(stream);
+    assert!(token.is_cancelled());
+}
+
+/// What a provider answers comes back into the history losslessly: thoughts and their
+/// signatures, text signatures, call ids, images and opaque provider blocks.
+#[test]
+fn answers_convert_to_parts_and_back() {
+    use sinew_core::Content as Block;
+    let blocks = vec![
+        Block::Thinking { thinking: "hmm".into(), signature: Some("c2lnLWJ5dGVz".into()), redacted: false, id: None },
+        Block::Text { text: "Hi".into(), signature: Some("AQJzaWc=".into()) },
+        Block::Text { text: "plain".into(), signature: None },
+        Block::ToolCall { id: "toolu_1".into(), name: "f".into(), arguments: json!({"a": 1}), signature: None },
+        Block::image("iVBORw==", "image/png"),
+        Block::Opaque { provider: "openai-responses".into(), data: json!({"type": "reasoning", "id": "rs_1"}) },
+    ];
+    let parts: Vec<Part> = blocks.iter().cloned().filter_map(sinew_adk::model::to_part).collect();
+    assert_eq!(parts[0].thought_signature.as_deref(), Some(&b"sig-bytes"[..]));
+    let back = sinew_adk::model::to_messages(&[Content::new("model", parts.clone())], "p", "m");
+    let Message::Assistant(message) = &back[0] else { panic!("{back:?}") };
+    assert_eq!(message.content, blocks);
+    // And through the event JSON adk-python stores.
+    let stored: Content =
+        serde_json::from_value(sinew_adk::to_snake_value(&Content::new("model", parts.clone())).unwrap()).unwrap();
+    assert_eq!(stored.parts(), parts.as_slice());
+}
+
+/// The same adapter over a real provider: the Anthropic provider talking HTTP to a server that
+/// streams what Anthropic streams.
+#[tokio::test]
+async fn over_the_anthropic_provider() {
+    use sinew_provider_anthropic::{AnthropicConfig, AnthropicProvider};
+    use sinew_testing::MockServer;
+    use sinew_testing::wire::{WireTurn, anthropic_events, sse_response};
+
+    let turn = WireTurn::new()
+        .text("Let me check.")
+        .tool_call("toolu_1", "get_weather", json!({"city": "Paris"}))
+        .usage(12, 7);
+    let server = MockServer::scripted([sse_response(anthropic_events(&turn), None)]).await;
+    let mut config = AnthropicConfig::new("sk-ant-test");
+    config.base_url = server.url();
+    let adapter = ModelAdapter::new(Arc::new(AnthropicProvider::new(config)), "claude-test");
+    let mut req = request(
+        vec![
+            Content::user_text("hi"),
+            Content::new(
+                "model",
+                vec![Part::function_call(FunctionCall::new(None, "get_weather", json_map(json!({"city": "Rome"}))))],
+            ),
+            Content::new(
+                "user",
+                vec![Part::function_response(FunctionResponse::new(
+                    None,
+                    "get_weather",
+                    json_map(json!({"forecast": "rain"})),
+                ))],
+            ),
+        ],
+        Some(SystemInstruction::Text("Be brief.\n\nYou are an agent.".into())),
+    );
+    req.model = Some("claude-test".into());
+    req.config.tools = Some(vec![weather_tool()]);
+    let items: Vec<_> = adapter.generate_content(req, true).collect().await;
+    let items: Vec<LlmResponse> = items.into_iter().map(Result::unwrap).collect();
+    let last = items.last().unwrap();
+    assert!(items[..items.len() - 1].iter().all(LlmResponse::is_partial));
+    assert_eq!(text_of(last), "Let me check.");
+    let call = last.content.as_ref().unwrap().function_calls().next().unwrap();
+    assert_eq!((call.id(), call.name()), ("toolu_1", "get_weather"));
+    assert_eq!(last.usage_metadata.as_ref().unwrap().prompt_token_count, Some(12));
+
+    let body = server.requests()[0].json();
+    assert_eq!(body["model"], "claude-test");
+    assert_eq!(body["system"][0]["text"], "Be brief.\n\nYou are an agent.");
+    assert_eq!(body["messages"][1]["content"][0]["id"], "call_get_weather");
+    assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "call_get_weather");
+    assert_eq!(body["tools"][0]["name"], "get_weather");
+}
