@@ -13,6 +13,28 @@ pub enum Error {
     /// The model failed: the provider's error.
     #[error("model: {0}")]
     Model(#[source] sinew_core::ProviderError),
+    /// An agent is set up wrongly (a bad name, a missing model, settings in the wrong place).
+    #[error("{0}")]
+    InvalidAgent(String),
+    /// A transfer to an agent that is not there or not allowed (ADK's `ValueError`).
+    #[error("{0}")]
+    AgentNotFound(String),
+    /// An instruction could not be built (a missing state key).
+    #[error("{0}")]
+    Instruction(String),
+    /// The invocation called the model more often than `RunConfig::max_llm_calls` allows.
+    #[error("Max number of llm calls limit of `{0}` exceeded")]
+    LlmCallsLimitExceeded(usize),
+    /// A tool failed and no error callback answered for it.
+    #[error("tool `{name}` failed: {source}")]
+    Tool {
+        name: String,
+        #[source]
+        source: sinew_core::ToolError,
+    },
+    /// The run was dropped by its caller.
+    #[error("the run was cancelled")]
+    Cancelled,
     /// A request that cannot be served as given.
     #[error("{0}")]
     InvalidRequest(String),

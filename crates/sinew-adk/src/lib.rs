@@ -18,23 +18,46 @@
 //!
 //! See `docs/concepts/adk.md` for how ADK's concepts map to sinew-adk.
 
+pub mod agent;
+pub mod callbacks;
+mod context;
 mod error;
 pub mod event;
+mod flow;
 pub mod genai;
+mod history;
 mod json;
+mod llm_agent;
 pub mod model;
+pub mod plugin;
+mod pyrepr;
+mod runner;
 pub mod session;
+pub mod testing;
+mod tool;
 pub mod types;
+mod workflow;
 
+pub use agent::{Agent, AgentNames, check_agent_name};
+pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
 pub use error::{Error, Result};
 pub use event::{
     Event, EventActions, EventCompaction, LlmResponse, NodeInfo, ToolConfirmation, new_event_id, now_seconds,
 };
+pub use flow::REQUEST_CONFIRMATION;
 pub use genai::{
     Blob, CodeExecutionResult, Content, ExecutableCode, FileData, FunctionCall, FunctionDeclaration, FunctionResponse,
-    GenerateContentConfig, MODEL, Part, SystemInstruction, ThinkingConfig, Tool, USER, UsageMetadata,
+    GenerateContentConfig, MODEL, Part, SystemInstruction, ThinkingConfig, USER, UsageMetadata,
 };
+pub use history::OTHER_AGENT_PREAMBLE;
 pub use json::to_snake_value;
+pub use llm_agent::{
+    IncludeContents, Instruction, InstructionProvider, LlmAgent, LlmAgentBuilder, ReadonlyContext, inject_state,
+};
 pub use model::{Llm, ModelAdapter};
+pub use plugin::Plugin;
+pub use runner::{Runner, agent_to_run, new_invocation_id};
 pub use session::{GetSessionConfig, InMemorySessionService, SessionService, apply_event};
+pub use tool::{FunctionTool, Tool, ToolAdapter, exit_loop};
 pub use types::{LlmRequest, RunAgentRequest, Session};
+pub use workflow::{LoopAgent, ParallelAgent, SequentialAgent};

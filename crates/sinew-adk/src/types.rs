@@ -45,6 +45,9 @@ pub struct LlmRequest {
     pub contents: Vec<Content>,
     #[serde(default)]
     pub config: GenerateContentConfig,
+    /// The live (bidi) settings; ADK always sends its defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::json::opaque")]
+    pub live_connect_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

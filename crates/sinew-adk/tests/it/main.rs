@@ -1,5 +1,6 @@
 //! sinew-adk's integration tests.
 
+mod flows;
 mod model;
 mod session_services;
 mod wire;

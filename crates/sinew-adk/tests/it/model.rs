@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
-use sinew_adk::genai::FunctionResponse;
+use sinew_adk::genai::{FunctionResponse, Tool};
 use sinew_adk::{
     Content, FunctionCall, FunctionDeclaration, Llm, LlmRequest, LlmResponse, ModelAdapter, Part, SystemInstruction,
-    Tool,
 };
 use sinew_core::{CancellationToken, Message, ProviderError, StreamEvent, StreamProvider, StreamRequest};
 use sinew_testing::{MockProvider, MockResponse};

@@ -1,0 +1,390 @@
+//! What an invocation shares: the session, the run's configuration, the event channel to the
+//! runner, and the contexts callbacks and tools see (ADK's `InvocationContext`,
+//! `CallbackContext`, `ToolContext`).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+
+use serde_json::{Map, Value};
+use sinew_core::CancellationToken;
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use crate::agent::Agent;
+use crate::error::{Error, Result};
+use crate::event::{Event, EventActions, ToolConfirmation};
+use crate::genai::Content;
+use crate::plugin::Plugin;
+use crate::session::SessionService;
+use crate::types::Session;
+
+/// How the model's answers reach the caller (ADK's `StreamingMode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamingMode {
+    /// One complete event per model answer.
+    #[default]
+    None,
+    /// Partial fragments as the model writes, then the complete event.
+    Sse,
+}
+
+/// The default of [`RunConfig::max_llm_calls`], ADK's.
+pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
+
+/// How a run goes (ADK's `RunConfig`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RunConfig {
+    pub streaming_mode: StreamingMode,
+    /// The most model calls one invocation may make; 0 means no limit.
+    pub max_llm_calls: usize,
+    /// Suspend on any tool call instead of running it: the host runs the tools and resumes the
+    /// invocation with their function responses (adk-js's `pauseOnToolCalls`).
+    pub pause_on_tool_calls: bool,
+    /// Copied onto every event of the invocation.
+    pub custom_metadata: Option<Map<String, Value>>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            streaming_mode: StreamingMode::None,
+            max_llm_calls: DEFAULT_MAX_LLM_CALLS,
+            pause_on_tool_calls: false,
+            custom_metadata: None,
+        }
+    }
+}
+
+impl RunConfig {
+    /// Partial fragments as the model writes.
+    #[must_use]
+    pub fn sse(mut self) -> Self {
+        self.streaming_mode = StreamingMode::Sse;
+        self
+    }
+
+    /// Suspend on any tool call (see [`RunConfig::pause_on_tool_calls`]).
+    #[must_use]
+    pub fn pausing_on_tool_calls(mut self) -> Self {
+        self.pause_on_tool_calls = true;
+        self
+    }
+
+    /// At most `n` model calls per invocation.
+    #[must_use]
+    pub fn with_max_llm_calls(mut self, n: usize) -> Self {
+        self.max_llm_calls = n;
+        self
+    }
+}
+
+/// An event on its way to the runner, and where the runner answers once it has stored it.
+pub(crate) type Emitted = (Event, oneshot::Sender<Event>);
+
+/// What the whole invocation shares.
+pub(crate) struct Invocation {
+    pub(crate) invocation_id: String,
+    pub(crate) session: Mutex<Session>,
+    pub(crate) service: Arc<dyn SessionService>,
+    pub(crate) run_config: RunConfig,
+    pub(crate) plugins: Vec<Arc<dyn Plugin>>,
+    pub(crate) root: Arc<dyn Agent>,
+    pub(crate) user_content: Option<Content>,
+    pub(crate) llm_calls: AtomicUsize,
+    pub(crate) ended: AtomicBool,
+    pub(crate) paused: AtomicBool,
+    /// Whether events carry node paths: ADK 2.x gives them when the root is an LLM agent.
+    pub(crate) node_paths: bool,
+    /// How often each node (`parent_path/name`) ran in this invocation.
+    pub(crate) node_runs: StdMutex<std::collections::HashMap<String, u32>>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) events: mpsc::Sender<Emitted>,
+}
+
+/// One agent's view of a running invocation (ADK's `InvocationContext`): cheap to clone.
+#[derive(Clone)]
+pub struct InvocationContext {
+    pub(crate) invocation: Arc<Invocation>,
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) branch: Option<String>,
+    /// The agent's place in the run (`root@1/helper@1`), ADK 2.x's `nodeInfo.path`.
+    pub(crate) node_path: String,
+    /// Set by an escalating event: one flag per enclosing loop.
+    pub(crate) escalations: Vec<Arc<AtomicBool>>,
+}
+
+impl std::fmt::Debug for InvocationContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InvocationContext")
+            .field("invocation_id", &self.invocation.invocation_id)
+            .field("agent", &self.agent.name())
+            .field("branch", &self.branch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InvocationContext {
+    /// The invocation's id (`e-<uuid>`).
+    pub fn invocation_id(&self) -> &str {
+        &self.invocation.invocation_id
+    }
+
+    /// The agent this context runs.
+    pub fn agent(&self) -> &Arc<dyn Agent> {
+        &self.agent
+    }
+
+    /// The root of the agent tree.
+    pub fn root_agent(&self) -> &Arc<dyn Agent> {
+        &self.invocation.root
+    }
+
+    /// The branch (`parent.child`) isolating this agent's history in a parallel run.
+    pub fn branch(&self) -> Option<&str> {
+        self.branch.as_deref()
+    }
+
+    /// The run's configuration.
+    pub fn run_config(&self) -> &RunConfig {
+        &self.invocation.run_config
+    }
+
+    /// The message that started the invocation.
+    pub fn user_content(&self) -> Option<&Content> {
+        self.invocation.user_content.as_ref()
+    }
+
+    /// The session as it stands (a copy).
+    pub async fn session(&self) -> Session {
+        self.invocation.session.lock().await.clone()
+    }
+
+    /// The session's state as it stands (a copy).
+    pub async fn state(&self) -> Map<String, Value> {
+        self.invocation.session.lock().await.state.clone()
+    }
+
+    /// Cancelled when the caller drops the run.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.invocation.cancel
+    }
+
+    /// Ends the invocation after the current step (ADK's `end_invocation`).
+    pub fn end_invocation(&self) {
+        self.invocation.ended.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the invocation was ended.
+    pub fn is_ended(&self) -> bool {
+        self.invocation.ended.load(Ordering::SeqCst)
+    }
+
+    /// The same invocation, run by `agent` below this context's agent.
+    pub(crate) fn for_agent(&self, agent: Arc<dyn Agent>) -> InvocationContext {
+        let node_path = if self.invocation.node_paths {
+            let key = format!("{}/{}", self.node_path, agent.name());
+            let mut runs = self.invocation.node_runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let run = runs.entry(key).and_modify(|n| *n += 1).or_insert(1);
+            let node = format!("{}@{run}", agent.name());
+            if self.node_path.is_empty() { node } else { format!("{}/{node}", self.node_path) }
+        } else {
+            String::new()
+        };
+        InvocationContext {
+            invocation: self.invocation.clone(),
+            agent,
+            branch: self.branch.clone(),
+            node_path,
+            escalations: self.escalations.clone(),
+        }
+    }
+
+    /// The same invocation on `branch`.
+    pub fn with_branch(&self, branch: Option<String>) -> InvocationContext {
+        InvocationContext { branch, ..self.clone() }
+    }
+
+    /// This context, with `flag` raised by any escalating event emitted under it.
+    pub(crate) fn with_escalation_flag(&self, flag: Arc<AtomicBool>) -> InvocationContext {
+        let mut ctx = self.clone();
+        ctx.escalations.push(flag);
+        ctx
+    }
+
+    /// Whether an event suspended the invocation: a long-running call awaits the client's answer.
+    pub fn is_paused(&self) -> bool {
+        self.invocation.paused.load(Ordering::SeqCst)
+    }
+
+    /// Counts a model call; fails past [`RunConfig::max_llm_calls`] with ADK's message.
+    pub fn count_llm_call(&self) -> Result<()> {
+        let calls = self.invocation.llm_calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let max = self.invocation.run_config.max_llm_calls;
+        if max > 0 && calls > max {
+            return Err(Error::LlmCallsLimitExceeded(max));
+        }
+        Ok(())
+    }
+
+    /// An event by this context's agent, in this invocation and branch.
+    pub fn new_event(&self) -> Event {
+        let mut event = Event::from_response(self.invocation_id(), self.agent.name(), Default::default());
+        event.branch = self.branch.clone();
+        event.node_info = crate::event::NodeInfo::at(self.node_path.clone());
+        event
+    }
+
+    /// Hands `event` to the runner and waits until it is stored (partial events are not): the
+    /// event as stored comes back. Fails when the caller dropped the run.
+    pub async fn emit(&self, event: Event) -> Result<Event> {
+        if event.actions.escalate == Some(true) {
+            for flag in &self.escalations {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+        if pauses(&event) {
+            self.invocation.paused.store(true, Ordering::SeqCst);
+        }
+        let (done, stored) = oneshot::channel();
+        self.invocation.events.send((event, done)).await.map_err(|_| Error::Cancelled)?;
+        stored.await.map_err(|_| Error::Cancelled)
+    }
+}
+
+/// ADK's `should_pause_invocation`: the event calls a function whose answer the client gives.
+fn pauses(event: &Event) -> bool {
+    let Some(ids) = event.long_running_tool_ids.as_ref().filter(|ids| !ids.is_empty()) else { return false };
+    event.function_calls().any(|call| call.id.as_ref().is_some_and(|id| ids.contains(id)))
+}
+
+/// What a callback sees (ADK's `CallbackContext`): the invocation, and state it can change. State
+/// changes ride on the next event the agent writes. Clones share the changes.
+#[derive(Clone, Debug)]
+pub struct CallbackContext {
+    ctx: InvocationContext,
+    actions: Arc<StdMutex<EventActions>>,
+}
+
+impl CallbackContext {
+    pub(crate) fn new(ctx: InvocationContext) -> Self {
+        CallbackContext { ctx, actions: Arc::new(StdMutex::new(EventActions::default())) }
+    }
+
+    /// The invocation.
+    pub fn invocation(&self) -> &InvocationContext {
+        &self.ctx
+    }
+
+    /// The invocation's id.
+    pub fn invocation_id(&self) -> &str {
+        self.ctx.invocation_id()
+    }
+
+    /// The name of the agent running.
+    pub fn agent_name(&self) -> &str {
+        self.ctx.agent.name()
+    }
+
+    /// The message that started the invocation.
+    pub fn user_content(&self) -> Option<&Content> {
+        self.ctx.user_content()
+    }
+
+    fn actions(&self) -> std::sync::MutexGuard<'_, EventActions> {
+        self.actions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The value of state `key`: this context's own change, else the session's.
+    pub async fn get_state(&self, key: &str) -> Option<Value> {
+        if let Some(value) = self.actions().state_delta.get(key) {
+            return Some(value.clone());
+        }
+        self.ctx.invocation.session.lock().await.state.get(key).cloned()
+    }
+
+    /// The session's state with this context's changes applied.
+    pub async fn state(&self) -> Map<String, Value> {
+        let mut state = self.ctx.state().await;
+        state.extend(self.actions().state_delta.clone());
+        state
+    }
+
+    /// Sets state `key` (`app:`, `user:` and `temp:` keys are routed as ADK does).
+    pub fn set_state(&self, key: impl Into<String>, value: Value) {
+        self.actions().state_delta.insert(key.into(), value);
+    }
+
+    /// Changes the actions of the event this context's changes ride on.
+    pub fn update_actions(&self, change: impl FnOnce(&mut EventActions)) {
+        change(&mut self.actions());
+    }
+
+    /// The actions gathered so far, taken.
+    pub(crate) fn take_actions(&self) -> EventActions {
+        std::mem::take(&mut *self.actions())
+    }
+}
+
+/// What a tool sees (ADK's `ToolContext`): a [`CallbackContext`] for one function call, which can
+/// also request a confirmation, transfer, escalate and skip the summarizing model call.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    callback: CallbackContext,
+    function_call_id: String,
+    confirmation: Option<ToolConfirmation>,
+}
+
+impl std::ops::Deref for ToolContext {
+    type Target = CallbackContext;
+    fn deref(&self) -> &CallbackContext {
+        &self.callback
+    }
+}
+
+impl ToolContext {
+    pub(crate) fn new(
+        ctx: InvocationContext,
+        function_call_id: String,
+        confirmation: Option<ToolConfirmation>,
+    ) -> Self {
+        ToolContext { callback: CallbackContext::new(ctx), function_call_id, confirmation }
+    }
+
+    /// The id of the call being run.
+    pub fn function_call_id(&self) -> &str {
+        &self.function_call_id
+    }
+
+    /// The confirmation the user gave for this call, when the call was resumed after one.
+    pub fn tool_confirmation(&self) -> Option<&ToolConfirmation> {
+        self.confirmation.as_ref()
+    }
+
+    /// Asks the user to confirm this call (ADK's `request_confirmation`): the tool should return
+    /// at once; the call runs again once the user answered.
+    pub fn request_confirmation(&self, hint: Option<&str>, payload: Option<Value>) {
+        let mut confirmation = ToolConfirmation::request(hint.unwrap_or_default());
+        confirmation.payload = payload;
+        let id = self.function_call_id.clone();
+        self.update_actions(|a| {
+            a.requested_tool_confirmations.insert(id, confirmation);
+        });
+    }
+
+    /// Hands the conversation to agent `name` after this call.
+    pub fn transfer_to_agent(&self, name: impl Into<String>) {
+        let name = name.into();
+        self.update_actions(|a| a.transfer_to_agent = Some(name));
+    }
+
+    /// Ends the enclosing loop (ADK's `escalate`).
+    pub fn escalate(&self) {
+        self.update_actions(|a| a.escalate = Some(true));
+    }
+
+    /// Shows this call's result to the user without another model call.
+    pub fn skip_summarization(&self) {
+        self.update_actions(|a| a.skip_summarization = Some(true));
+    }
+}

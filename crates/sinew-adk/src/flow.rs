@@ -1,0 +1,651 @@
+//! An [`LlmAgent`]'s run (ADK's `BaseLlmFlow`): call the model, run the tools it calls, and again,
+//! until an answer ends the turn, a call suspends the invocation, or the conversation moves to
+//! another agent.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value, json};
+
+use crate::agent::{Agent, find_agent};
+use crate::context::{CallbackContext, InvocationContext, StreamingMode, ToolContext};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventActions, LlmResponse, ToolConfirmation};
+use crate::genai::{Content, FunctionCall, FunctionResponse, MODEL, Part, USER};
+use crate::llm_agent::{LlmAgent, TransferToAgent};
+use crate::tool::{Tool, response_object};
+
+/// The function the framework calls to ask the user for a confirmation.
+pub const REQUEST_CONFIRMATION: &str = "adk_request_confirmation";
+
+/// The answer a call needing confirmation gets until the user confirms.
+const NEEDS_CONFIRMATION: &str = "This tool call requires confirmation, please approve or reject.";
+/// The answer a rejected call gets.
+const REJECTED: &str = "This tool call is rejected.";
+
+fn confirmation_hint(tool: &str) -> String {
+    format!(
+        "Please approve or reject the tool call {tool}() by responding with a FunctionResponse with an expected ToolConfirmation payload."
+    )
+}
+
+/// What one model step leaves for the loop.
+struct Step {
+    last: Option<Event>,
+    transferred: bool,
+}
+
+/// The `output_key` text gathered over the agent's run.
+#[derive(Default)]
+struct Output {
+    text: String,
+}
+
+impl LlmAgent {
+    pub(crate) async fn run_flow(&self, ctx: &InvocationContext) -> Result<()> {
+        let mut output = Output::default();
+        loop {
+            let step = self.step(ctx, &mut output).await?;
+            if step.transferred || ctx.is_ended() {
+                return Ok(());
+            }
+            match step.last {
+                Some(last) if !last.is_final_response() && !last.is_partial() => continue,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Writes `event` through the runner, saving the agent's text under `output_key` first.
+    async fn emit(&self, ctx: &InvocationContext, mut event: Event, output: &mut Output) -> Result<Event> {
+        if let Some(key) = &self.output_key
+            && event.author == self.name
+            && !event.is_partial()
+            && let Some(content) = &event.content
+        {
+            let text = content.text();
+            if let Some(schema_key) = self.output_schema.as_ref().map(|_| key) {
+                if event.is_final_response() && !text.trim().is_empty() {
+                    let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                    event.actions.state_delta.insert(schema_key.clone(), value);
+                }
+            } else if !text.is_empty() {
+                output.text.push_str(&text);
+                event.actions.state_delta.insert(key.clone(), Value::String(output.text.clone()));
+            }
+        }
+        ctx.emit(event).await
+    }
+
+    async fn step(&self, ctx: &InvocationContext, output: &mut Output) -> Result<Step> {
+        if let Some(resumed) = self.resume_confirmations(ctx).await? {
+            let resumed = self.emit(ctx, resumed, output).await?;
+            if resumed.is_final_response() {
+                return Ok(Step { last: Some(resumed), transferred: false });
+            }
+        }
+        let model = self.resolve_model(ctx.root_agent())?;
+        let mut request = self.build_request(ctx, model.as_ref()).await?;
+
+        let callback = CallbackContext::new(ctx.clone());
+        let mut answer = None;
+        for plugin in &ctx.invocation.plugins {
+            if let Some(response) = plugin.before_model(&callback, &mut request).await {
+                answer = Some(response);
+                break;
+            }
+        }
+        if answer.is_none() {
+            for before in &self.before_model {
+                if let Some(response) = before.call(&callback, &mut request).await {
+                    answer = Some(response);
+                    break;
+                }
+            }
+        }
+        let labels = request.config.labels.get_or_insert_with(Map::new);
+        labels.entry("adk_agent_name").or_insert_with(|| Value::String(self.name.clone()));
+
+        let streaming = ctx.run_config().streaming_mode == StreamingMode::Sse;
+        let mut responses: BoxStream<'static, Result<LlmResponse>> = match answer {
+            Some(response) => futures::stream::once(async move { Ok(response) }).boxed(),
+            None => {
+                if let Err(error) = ctx.count_llm_call() {
+                    let mut event = ctx.new_event();
+                    event.error_code = Some("LlmCallsLimitExceededError".into());
+                    event.error_message = Some(error.to_string());
+                    ctx.emit(event).await?;
+                    return Err(error);
+                }
+                model.generate_content(request.clone(), streaming)
+            }
+        };
+
+        let mut template = ctx.new_event();
+        let mut actions = Some(callback.take_actions());
+        let mut last = None;
+        while let Some(item) = responses.next().await {
+            let response = match item {
+                Ok(response) => self.after_model(&callback, response).await,
+                Err(error) => match self.on_model_error(&callback, &request, &error).await {
+                    Some(response) => response,
+                    None => return Err(error),
+                },
+            };
+            if response.content.is_none()
+                && response.error_code.is_none()
+                && response.interrupted.is_none()
+                && response.grounding_metadata.is_none()
+            {
+                continue;
+            }
+            let mut event = finalize(&template, response, streaming);
+            if !event.is_partial() {
+                let mut merged = actions.take().unwrap_or_default();
+                merge_actions(&mut merged, callback.take_actions());
+                event.actions = merged;
+            }
+            self.mark_calls(&mut event, ctx);
+            let event = self.emit(ctx, event, output).await?;
+            let partial = event.is_partial();
+            last = Some(event.clone());
+            if partial {
+                continue;
+            }
+            template.id = crate::event::new_event_id();
+            if event.function_calls().next().is_some() {
+                let handled = self.handle_calls(ctx, &event, output).await?;
+                if handled.transferred {
+                    return Ok(handled);
+                }
+                if handled.last.is_some() {
+                    last = handled.last;
+                }
+            }
+        }
+        Ok(Step { last, transferred: false })
+    }
+
+    async fn after_model(&self, callback: &CallbackContext, response: LlmResponse) -> LlmResponse {
+        let mut replaced = None;
+        for plugin in &callback.invocation().invocation.plugins {
+            if let Some(r) = plugin.after_model(callback, &response).await {
+                replaced = Some(r);
+                break;
+            }
+        }
+        if replaced.is_none() {
+            for after in &self.after_model {
+                if let Some(r) = after.call(callback, &response).await {
+                    replaced = Some(r);
+                    break;
+                }
+            }
+        }
+        match replaced {
+            Some(mut r) => {
+                r.partial = r.partial.or(response.partial);
+                r.turn_complete = r.turn_complete.or(response.turn_complete);
+                r.usage_metadata = r.usage_metadata.or(response.usage_metadata);
+                r
+            }
+            None => response,
+        }
+    }
+
+    async fn on_model_error(
+        &self,
+        callback: &CallbackContext,
+        request: &crate::LlmRequest,
+        error: &Error,
+    ) -> Option<LlmResponse> {
+        for plugin in &callback.invocation().invocation.plugins {
+            if let Some(r) = plugin.on_model_error(callback, request, error).await {
+                return Some(r);
+            }
+        }
+        for on_error in &self.on_model_error {
+            if let Some(r) = on_error.call(callback, request, error).await {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    /// Gives calls without an id one (`adk-<uuid>`) and marks the long-running ones (all of them
+    /// when the run pauses on tool calls).
+    fn mark_calls(&self, event: &mut Event, ctx: &InvocationContext) {
+        if event.is_partial() {
+            return;
+        }
+        let pause_all = ctx.run_config().pause_on_tool_calls;
+        let mut long_running = BTreeSet::new();
+        let mut any = false;
+        if let Some(parts) = event.content.as_mut().and_then(|c| c.parts.as_mut()) {
+            for call in parts.iter_mut().filter_map(|p| p.function_call.as_mut()) {
+                any = true;
+                if call.id.as_deref().is_none_or(str::is_empty) {
+                    call.id = Some(format!("adk-{}", uuid::Uuid::new_v4()));
+                }
+                let framework = call.name() == TransferToAgent::NAME;
+                let tool_runs_long = self.tools.iter().any(|t| t.name() == call.name() && t.is_long_running());
+                if (pause_all && !framework) || tool_runs_long {
+                    long_running.insert(call.id().to_owned());
+                }
+            }
+        }
+        if any {
+            event.long_running_tool_ids = Some(long_running);
+        }
+    }
+
+    /// Runs the calls of `event` (unless the run pauses on them) and writes their responses, a
+    /// confirmation request, and the transfer they ask for.
+    async fn handle_calls(&self, ctx: &InvocationContext, event: &Event, output: &mut Output) -> Result<Step> {
+        let long_running = event.long_running_tool_ids.clone().unwrap_or_default();
+        let calls: Vec<&FunctionCall> = event
+            .function_calls()
+            .filter(|c| !(ctx.run_config().pause_on_tool_calls && long_running.contains(c.id())))
+            .collect();
+        if calls.is_empty() {
+            return Ok(Step { last: None, transferred: false });
+        }
+        let outcomes = futures::future::join_all(calls.iter().map(|call| self.execute(ctx, call, None))).await;
+        let mut parts = Vec::new();
+        let mut actions = EventActions::default();
+        for outcome in outcomes {
+            let (part, call_actions) = outcome?;
+            parts.extend(part);
+            merge_actions(&mut actions, call_actions);
+        }
+        if parts.is_empty() {
+            return Ok(Step { last: None, transferred: false });
+        }
+        let mut responses = ctx.new_event();
+        responses.content = Some(Content::new(USER, parts));
+        let confirmations = actions.requested_tool_confirmations.clone();
+        responses.actions = actions;
+        let mut written = Vec::new();
+        if confirmations.is_empty() {
+            written.push(responses);
+        } else {
+            let request = confirmation_request(ctx, event, &confirmations);
+            let all_waiting = responses.function_responses().all(|r| confirmations.contains_key(r.id()));
+            if all_waiting {
+                written.push(request);
+                written.push(responses);
+            } else {
+                responses.actions.skip_summarization = None;
+                written.push(responses);
+                written.push(request);
+            }
+        }
+        let mut last = None;
+        let mut transfer = None;
+        for event in written {
+            let stored = self.emit(ctx, event, output).await?;
+            if stored.function_responses().next().is_some() {
+                transfer = stored.actions.transfer_to_agent.clone().or(transfer);
+            }
+            last = Some(stored);
+        }
+        if let Some(target) = transfer {
+            self.transfer(ctx, &target).await?;
+            return Ok(Step { last, transferred: true });
+        }
+        // The responses end the turn when they are final; the model is called again otherwise.
+        Ok(Step { last, transferred: false })
+    }
+
+    /// Runs the agent the conversation was handed to.
+    async fn transfer(&self, ctx: &InvocationContext, target: &str) -> Result<()> {
+        let root = ctx.root_agent().clone();
+        let Some(agent) = find_agent(&root, target) else {
+            return Err(Error::AgentNotFound(format!("Transfer target agent '{target}' not found.")));
+        };
+        if agent.name() == self.name {
+            return Err(Error::AgentNotFound(format!("Agent '{target}' cannot transfer to itself.")));
+        }
+        ctx.transfer_context(&agent).run(&agent).await
+    }
+
+    /// Runs one call: plugins' and the agent's before-tool callbacks, the confirmation gate, the
+    /// tool, the error callbacks, the after-tool callbacks. The response part (none for a
+    /// long-running call that answered nothing) and the call's actions come back.
+    async fn execute(
+        &self,
+        ctx: &InvocationContext,
+        call: &FunctionCall,
+        confirmation: Option<ToolConfirmation>,
+    ) -> Result<(Option<Part>, EventActions)> {
+        let tool_ctx = ToolContext::new(ctx.clone(), call.id().to_owned(), confirmation.clone());
+        let mut args = call.args.clone().unwrap_or_default();
+        let respond = |response: Map<String, Value>, tool_ctx: &ToolContext| {
+            let part = Part::function_response(FunctionResponse::new(call.id.clone(), call.name(), response));
+            (Some(part), tool_ctx.take_actions())
+        };
+        if call.name() == TransferToAgent::NAME {
+            let response = TransferToAgent::run(&args, &tool_ctx);
+            return Ok(respond(response, &tool_ctx));
+        }
+        let tool = self.tools.iter().find(|t| t.name() == call.name()).cloned();
+        let plugins = &ctx.invocation.plugins;
+
+        let mut response = None;
+        if let Some(tool) = &tool {
+            for plugin in plugins {
+                if let Some(r) = plugin.before_tool(tool.as_ref(), &mut args, &tool_ctx).await {
+                    response = Some(r);
+                    break;
+                }
+            }
+            if response.is_none() {
+                for before in &self.before_tool {
+                    if let Some(r) = before.call(tool.as_ref(), &mut args, &tool_ctx).await {
+                        response = Some(r);
+                        break;
+                    }
+                }
+            }
+        }
+        let Some(tool) = tool else {
+            let error = sinew_core::ToolError::Failed(self.not_found_error(call.name()).into());
+            let placeholder: Arc<dyn Tool> = Arc::new(Missing(call.name().to_owned()));
+            let response = match self.tool_error(&placeholder, &args, &tool_ctx, &error).await {
+                Some(r) => r,
+                None => Map::from_iter([("error".to_owned(), Value::String(self.not_found_response(call.name())))]),
+            };
+            return Ok(respond(response, &tool_ctx));
+        };
+
+        if response.is_none() && tool.requires_confirmation(&args) {
+            match &confirmation {
+                None => {
+                    tool_ctx.request_confirmation(Some(&confirmation_hint(tool.name())), None);
+                    tool_ctx.skip_summarization();
+                    response = Some(Map::from_iter([("error".to_owned(), Value::String(NEEDS_CONFIRMATION.into()))]));
+                }
+                Some(c) if !c.confirmed => {
+                    response = Some(Map::from_iter([("error".to_owned(), Value::String(REJECTED.into()))]));
+                }
+                Some(_) => {}
+            }
+        }
+        let mut response = match response {
+            Some(r) => Some(r),
+            None => match tool.run(args.clone(), &tool_ctx).await {
+                Ok(Value::Null) if tool.is_long_running() => None,
+                Ok(value) => Some(response_object(value)),
+                Err(error) => match self.tool_error(&tool, &args, &tool_ctx, &error).await {
+                    Some(r) => Some(r),
+                    None => return Err(Error::Tool { name: tool.name().to_owned(), source: error }),
+                },
+            },
+        };
+        let current = response.clone().unwrap_or_default();
+        let mut replaced = None;
+        for plugin in plugins {
+            if let Some(r) = plugin.after_tool(tool.as_ref(), &args, &tool_ctx, &current).await {
+                replaced = Some(r);
+                break;
+            }
+        }
+        if replaced.is_none() {
+            for after in &self.after_tool {
+                if let Some(r) = after.call(tool.as_ref(), &args, &tool_ctx, &current).await {
+                    replaced = Some(r);
+                    break;
+                }
+            }
+        }
+        if replaced.is_some() {
+            response = replaced;
+        }
+        match response {
+            Some(r) if !(tool.is_long_running() && r.is_empty()) => Ok(respond(r, &tool_ctx)),
+            _ => Ok((None, tool_ctx.take_actions())),
+        }
+    }
+
+    async fn tool_error(
+        &self,
+        tool: &Arc<dyn Tool>,
+        args: &Map<String, Value>,
+        ctx: &ToolContext,
+        error: &sinew_core::ToolError,
+    ) -> Option<Map<String, Value>> {
+        for plugin in &ctx.invocation().invocation.plugins {
+            if let Some(r) = plugin.on_tool_error(tool.as_ref(), args, ctx, error).await {
+                return Some(r);
+            }
+        }
+        for on_error in &self.on_tool_error {
+            if let Some(r) = on_error.call(tool.as_ref(), args, ctx, error).await {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// What the on-tool-error callbacks get for a call of a tool the agent does not have.
+    fn not_found_error(&self, name: &str) -> String {
+        format!(
+            "Tool '{name}' not found.\nAvailable tools: {}\n\nPossible causes:\n  1. LLM hallucinated the function name - review agent instruction clarity\n  2. Tool not registered - verify agent.tools list\n  3. Name mismatch - check for typos\n\nSuggested fixes:\n  - Review agent instruction to ensure tool usage is clear\n  - Verify tool is included in agent.tools list\n  - Check for typos in function name",
+            self.tool_names().join(", ")
+        )
+    }
+
+    /// What the model gets for a call of a tool the agent does not have.
+    fn not_found_response(&self, name: &str) -> String {
+        let names = self.tool_names();
+        let available = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+        format!(
+            "Invoking `{name}()` failed as no tool with that name is available. The tools you can call are: {available}. You could retry, but it is IMPORTANT that you only call a tool from that list."
+        )
+    }
+
+    /// Runs again the calls the user just confirmed or rejected (ADK's request-confirmation
+    /// processor): one response event, the calls keeping their ids.
+    async fn resume_confirmations(&self, ctx: &InvocationContext) -> Result<Option<Event>> {
+        let session = ctx.session().await;
+        let Some(user_index) = session.events.iter().rposition(|e| e.author == "user") else { return Ok(None) };
+        let answers: Vec<&FunctionResponse> =
+            session.events[user_index].function_responses().filter(|r| r.name() == REQUEST_CONFIRMATION).collect();
+        if answers.is_empty() {
+            return Ok(None);
+        }
+        let answered_later: BTreeSet<&str> = session.events[user_index + 1..]
+            .iter()
+            .flat_map(|e| e.function_responses())
+            .filter_map(|r| r.id.as_deref())
+            .collect();
+        let mut resumed = Vec::new();
+        for answer in answers {
+            let Some(request) = session.events[..user_index]
+                .iter()
+                .rev()
+                .flat_map(|e| e.function_calls())
+                .find(|c| c.id.is_some() && c.id == answer.id)
+            else {
+                continue;
+            };
+            let original: FunctionCall = request
+                .args
+                .as_ref()
+                .and_then(|a| a.get("originalFunctionCall"))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .ok_or_else(|| {
+                    Error::InvalidRequest(format!("the confirmation request {} has no original call", request.id()))
+                })?;
+            if answered_later.contains(original.id()) {
+                continue;
+            }
+            let confirmation = parse_confirmation(answer.response.as_ref())?;
+            resumed.push((original, confirmation));
+        }
+        if resumed.is_empty() {
+            return Ok(None);
+        }
+        let outcomes =
+            futures::future::join_all(resumed.iter().map(|(call, c)| self.execute(ctx, call, Some(c.clone())))).await;
+        let mut parts = Vec::new();
+        let mut actions = EventActions::default();
+        for outcome in outcomes {
+            let (part, call_actions) = outcome?;
+            parts.extend(part);
+            merge_actions(&mut actions, call_actions);
+        }
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let mut event = ctx.new_event();
+        event.content = Some(Content::new(USER, parts));
+        event.actions = actions;
+        Ok(Some(event))
+    }
+}
+
+/// The user's answer to a confirmation request: a `ToolConfirmation`, or the web UI's
+/// `{"response": "<json>"}`.
+fn parse_confirmation(response: Option<&Map<String, Value>>) -> Result<ToolConfirmation> {
+    let response = response.cloned().unwrap_or_default();
+    let value = match response.get("response") {
+        Some(Value::String(text)) if response.len() == 1 => serde_json::from_str(text)
+            .map_err(|e| Error::InvalidRequest(format!("the confirmation's `response` is not JSON: {e}")))?,
+        _ => Value::Object(response),
+    };
+    serde_json::from_value(value).map_err(|e| Error::InvalidRequest(format!("not a tool confirmation: {e}")))
+}
+
+/// The event asking the user to confirm calls (ADK's `adk_request_confirmation` calls).
+fn confirmation_request(
+    ctx: &InvocationContext,
+    event: &Event,
+    confirmations: &std::collections::BTreeMap<String, ToolConfirmation>,
+) -> Event {
+    let mut parts = Vec::new();
+    let mut ids = BTreeSet::new();
+    for call in event.function_calls().filter(|c| confirmations.contains_key(c.id())) {
+        let id = format!("adk-{}", uuid::Uuid::new_v4());
+        let confirmation = &confirmations[call.id()];
+        let args = json!({
+            "originalFunctionCall": call,
+            "toolConfirmation": confirmation,
+        });
+        let args = args.as_object().cloned().unwrap_or_default();
+        parts.push(Part::function_call(FunctionCall::new(Some(id.clone()), REQUEST_CONFIRMATION, args)));
+        ids.insert(id);
+    }
+    let mut request = ctx.new_event();
+    request.content = Some(Content::new(MODEL, parts));
+    request.long_running_tool_ids = Some(ids);
+    request
+}
+
+/// The model event for `response`: the step's id, author, branch and node, the response's fields.
+fn finalize(template: &Event, response: LlmResponse, streaming: bool) -> Event {
+    let mut response = response;
+    if !streaming && !response.is_partial() && response.error_code.is_none() {
+        flag_empty(&mut response);
+    }
+    let mut event = Event::from_response(template.invocation_id.clone(), template.author.clone(), response);
+    event.id = template.id.clone();
+    event.branch = template.branch.clone();
+    event.node_info = template.node_info.clone();
+    event
+}
+
+/// ADK's empty-response policy: a model that stopped without saying anything is an error.
+fn flag_empty(response: &mut LlmResponse) {
+    if response.finish_reason.as_deref() != Some("STOP") {
+        return;
+    }
+    let parts = response.content.as_ref().map(Content::parts).unwrap_or_default();
+    let actionable = parts.iter().any(|p| {
+        p.function_call.is_some()
+            || p.function_response.is_some()
+            || p.inline_data.is_some()
+            || p.file_data.is_some()
+            || p.executable_code.is_some()
+            || p.code_execution_result.is_some()
+            || (!p.is_thought() && p.text.as_deref().is_some_and(|t| !t.trim().is_empty()))
+    });
+    if actionable {
+        return;
+    }
+    response.error_code = Some("MODEL_RETURNED_NO_CONTENT".into());
+    response.error_message = Some(if parts.is_empty() {
+        "The model returned no content (finish_reason=STOP with empty parts).".into()
+    } else {
+        "The model returned no actionable content (finish_reason=STOP with thought-only or whitespace-only parts)."
+            .into()
+    });
+}
+
+/// Merges `from` into `into` (ADK's deep merge of parallel calls' actions).
+pub(crate) fn merge_actions(into: &mut EventActions, from: EventActions) {
+    into.state_delta.extend(from.state_delta);
+    into.artifact_delta.extend(from.artifact_delta);
+    into.requested_auth_configs.extend(from.requested_auth_configs);
+    into.requested_tool_confirmations.extend(from.requested_tool_confirmations);
+    into.skip_summarization = from.skip_summarization.or(into.skip_summarization);
+    into.transfer_to_agent = from.transfer_to_agent.or(into.transfer_to_agent.take());
+    into.transfer_reason = from.transfer_reason.or(into.transfer_reason.take());
+    into.escalate = from.escalate.or(into.escalate);
+    into.end_of_agent = from.end_of_agent.or(into.end_of_agent);
+    into.compaction = from.compaction.or(into.compaction.take());
+    into.agent_state = from.agent_state.or(into.agent_state.take());
+    into.rewind_before_invocation_id = from.rewind_before_invocation_id.or(into.rewind_before_invocation_id.take());
+}
+
+/// The stand-in an unknown tool's error callbacks see.
+struct Missing(String);
+
+#[async_trait::async_trait]
+impl Tool for Missing {
+    fn name(&self) -> &str {
+        &self.0
+    }
+
+    fn description(&self) -> &str {
+        "Tool not found"
+    }
+
+    fn declaration(&self) -> Option<crate::genai::FunctionDeclaration> {
+        None
+    }
+
+    async fn run(&self, _args: Map<String, Value>, _ctx: &ToolContext) -> Result<Value, sinew_core::ToolError> {
+        Err(sinew_core::ToolError::Failed(format!("no tool named `{}`", self.0).into()))
+    }
+}
+
+impl InvocationContext {
+    /// The context a transfer target runs in: below the current agent for its own sub-agent, beside
+    /// it for a peer, in the grandparent's place for the parent.
+    pub(crate) fn transfer_context(&self, target: &Arc<dyn Agent>) -> InvocationContext {
+        let root = self.root_agent().clone();
+        let current = self.agent.name().to_owned();
+        let is_child = self.agent.sub_agents().iter().any(|a| a.name() == target.name());
+        if is_child {
+            return self.clone();
+        }
+        let parent_of_current = crate::agent::find_parent(&root, &current);
+        let mut ctx = self.clone();
+        ctx.node_path = parent_path(&self.node_path).to_owned();
+        if parent_of_current.as_ref().is_some_and(|p| p.name() == target.name()) {
+            ctx.node_path = parent_path(&ctx.node_path).to_owned();
+        }
+        ctx
+    }
+}
+
+fn parent_path(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(parent, _)| parent)
+}

@@ -1,0 +1,599 @@
+//! [`LlmAgent`]: an agent that talks to a model (ADK's `LlmAgent`), and the model request it
+//! builds, identical to adk-python's.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use crate::agent::{Agent, find_parent};
+use crate::callbacks::{
+    AfterAgentCallback, AfterModelCallback, AfterToolCallback, BeforeAgentCallback, BeforeModelCallback,
+    BeforeToolCallback, OnModelErrorCallback, OnToolErrorCallback,
+};
+use crate::context::{InvocationContext, ToolContext};
+use crate::error::{Error, Result};
+use crate::genai::{Content, FunctionDeclaration, GenerateContentConfig, SystemInstruction, Tool as GenaiTool};
+use crate::history::{self, HistoryOptions};
+use crate::model::Llm;
+use crate::pyrepr;
+use crate::session::{APP_PREFIX, TEMP_PREFIX, USER_PREFIX};
+use crate::tool::Tool;
+use crate::types::LlmRequest;
+
+/// What an instruction provider sees (ADK's `ReadonlyContext`).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ReadonlyContext {
+    pub invocation_id: String,
+    pub agent_name: String,
+    /// The session's state when the model is called.
+    pub state: Map<String, Value>,
+    pub user_content: Option<Content>,
+}
+
+/// An instruction computed at every model call (spec 002 §3.3). Its text is sent as is: no
+/// `{key}` templating. A plain closure is a provider.
+#[async_trait]
+pub trait InstructionProvider: Send + Sync {
+    /// The instruction for this call.
+    async fn instruction(&self, ctx: &ReadonlyContext) -> Result<String>;
+}
+
+#[async_trait]
+impl<F> InstructionProvider for F
+where
+    F: Fn(&ReadonlyContext) -> String + Send + Sync,
+{
+    async fn instruction(&self, ctx: &ReadonlyContext) -> Result<String> {
+        Ok(self(ctx))
+    }
+}
+
+/// An agent's instruction: a template over the session's state, or a provider.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Instruction {
+    /// `{key}`, `{key?}`, `{app:key}`, `{user:key}` and `{temp:key}` are replaced by state values.
+    Template(String),
+    /// Computed at every model call, sent as is.
+    Provider(Arc<dyn InstructionProvider>),
+}
+
+impl std::fmt::Debug for Instruction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Instruction::Template(text) => f.debug_tuple("Template").field(text).finish(),
+            Instruction::Provider(_) => f.write_str("Provider(..)"),
+        }
+    }
+}
+
+impl From<&str> for Instruction {
+    fn from(text: &str) -> Self {
+        Instruction::Template(text.to_owned())
+    }
+}
+
+impl From<String> for Instruction {
+    fn from(text: String) -> Self {
+        Instruction::Template(text)
+    }
+}
+
+impl Instruction {
+    /// An instruction computed by `provider` at every model call.
+    pub fn provider(provider: impl InstructionProvider + 'static) -> Self {
+        Instruction::Provider(Arc::new(provider))
+    }
+
+    async fn resolve(&self, ctx: &ReadonlyContext) -> Result<String> {
+        match self {
+            Instruction::Template(template) => inject_state(template, &ctx.state, &ctx.agent_name),
+            Instruction::Provider(provider) => provider.instruction(ctx).await,
+        }
+    }
+}
+
+/// Which history the model sees (ADK's `include_contents`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IncludeContents {
+    /// The whole history of the agent's branch.
+    #[default]
+    Default,
+    /// Only the current turn.
+    None,
+}
+
+/// An agent that answers with a model, calls tools and hands the conversation to other agents.
+#[derive(Clone)]
+pub struct LlmAgent {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) model: Option<Arc<dyn Llm>>,
+    pub(crate) instruction: Option<Instruction>,
+    pub(crate) global_instruction: Option<Instruction>,
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) sub_agents: Vec<Arc<dyn Agent>>,
+    pub(crate) output_key: Option<String>,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) include_contents: IncludeContents,
+    pub(crate) generate_content_config: GenerateContentConfig,
+    pub(crate) disallow_transfer_to_parent: bool,
+    pub(crate) disallow_transfer_to_peers: bool,
+    pub(crate) before_agent: Vec<Arc<dyn BeforeAgentCallback>>,
+    pub(crate) after_agent: Vec<Arc<dyn AfterAgentCallback>>,
+    pub(crate) before_model: Vec<Arc<dyn BeforeModelCallback>>,
+    pub(crate) after_model: Vec<Arc<dyn AfterModelCallback>>,
+    pub(crate) on_model_error: Vec<Arc<dyn OnModelErrorCallback>>,
+    pub(crate) before_tool: Vec<Arc<dyn BeforeToolCallback>>,
+    pub(crate) after_tool: Vec<Arc<dyn AfterToolCallback>>,
+    pub(crate) on_tool_error: Vec<Arc<dyn OnToolErrorCallback>>,
+}
+
+impl std::fmt::Debug for LlmAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmAgent")
+            .field("name", &self.name)
+            .field("model", &self.model.as_ref().map(|m| m.name().to_owned()))
+            .field("tools", &self.tools.iter().map(|t| t.name().to_owned()).collect::<Vec<_>>())
+            .field("sub_agents", &self.sub_agents.iter().map(|a| a.name().to_owned()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LlmAgent {
+    /// Builds an agent named `name`.
+    pub fn builder(name: impl Into<String>) -> LlmAgentBuilder {
+        LlmAgentBuilder {
+            agent: LlmAgent {
+                name: name.into(),
+                description: String::new(),
+                model: None,
+                instruction: None,
+                global_instruction: None,
+                tools: Vec::new(),
+                sub_agents: Vec::new(),
+                output_key: None,
+                output_schema: None,
+                include_contents: IncludeContents::Default,
+                generate_content_config: GenerateContentConfig::default(),
+                disallow_transfer_to_parent: false,
+                disallow_transfer_to_peers: false,
+                before_agent: Vec::new(),
+                after_agent: Vec::new(),
+                before_model: Vec::new(),
+                after_model: Vec::new(),
+                on_model_error: Vec::new(),
+                before_tool: Vec::new(),
+                after_tool: Vec::new(),
+                on_tool_error: Vec::new(),
+            },
+        }
+    }
+
+    /// Whether the agent may not hand the conversation back to its parent.
+    pub fn disallow_transfer_to_parent(&self) -> bool {
+        self.disallow_transfer_to_parent
+    }
+
+    /// Whether the agent may not hand the conversation to its siblings.
+    pub fn disallow_transfer_to_peers(&self) -> bool {
+        self.disallow_transfer_to_peers
+    }
+
+    /// The state key the agent's answer is saved under.
+    pub fn output_key(&self) -> Option<&str> {
+        self.output_key.as_deref()
+    }
+
+    /// Its tools.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    /// The model: its own, else the nearest ancestor's.
+    pub(crate) fn resolve_model(&self, root: &Arc<dyn Agent>) -> Result<Arc<dyn Llm>> {
+        if let Some(model) = &self.model {
+            return Ok(model.clone());
+        }
+        let mut name = self.name.clone();
+        while let Some(parent) = find_parent(root, &name) {
+            if let Some(model) = parent.as_llm_agent().and_then(|a| a.model.clone()) {
+                return Ok(model);
+            }
+            name = parent.name().to_owned();
+        }
+        Err(Error::InvalidAgent(format!("agent `{}` has no model, and no agent above it has one", self.name)))
+    }
+
+    /// The agents this one may hand the conversation to, in ADK's order: its sub-agents, its
+    /// parent, its peers.
+    pub(crate) fn transfer_targets(&self, root: &Arc<dyn Agent>) -> Vec<Arc<dyn Agent>> {
+        let mut targets: Vec<Arc<dyn Agent>> = self.sub_agents.clone();
+        if let Some(parent) = find_parent(root, &self.name)
+            && parent.as_llm_agent().is_some()
+        {
+            if !self.disallow_transfer_to_parent {
+                targets.push(parent.clone());
+            }
+            if !self.disallow_transfer_to_peers {
+                targets.extend(parent.sub_agents().iter().filter(|a| a.name() != self.name).cloned());
+            }
+        }
+        targets
+    }
+
+    /// The request for the next model call (ADK's request processors).
+    pub(crate) async fn build_request(&self, ctx: &InvocationContext, model: &dyn Llm) -> Result<LlmRequest> {
+        let session = ctx.session().await;
+        let readonly = ReadonlyContext {
+            invocation_id: ctx.invocation_id().to_owned(),
+            agent_name: self.name.clone(),
+            state: session.state.clone(),
+            user_content: ctx.user_content().cloned(),
+        };
+        let mut request = LlmRequest {
+            model: Some(model.name().to_owned()),
+            config: self.generate_content_config.clone(),
+            live_connect_config: Some(json!({"inputAudioTranscription": {}, "outputAudioTranscription": {}})),
+            ..LlmRequest::default()
+        };
+        if let Some(schema) = &self.output_schema
+            && self.tools.is_empty()
+        {
+            request.config.response_json_schema = Some(schema.clone());
+            request.config.response_mime_type = Some("application/json".into());
+        }
+
+        let mut instructions = Vec::new();
+        if let Some(global) = ctx.root_agent().as_llm_agent().and_then(|root| root.global_instruction.as_ref()) {
+            instructions.push(global.resolve(&readonly).await?);
+        }
+        if let Some(instruction) = &self.instruction {
+            let text = instruction.resolve(&readonly).await?;
+            if !text.is_empty() {
+                instructions.push(text);
+            }
+        }
+        let mut identity = format!("You are an agent. Your internal name is \"{}\".", self.name);
+        if !self.description.is_empty() {
+            identity.push_str(&format!(" The description about you is \"{}\".", self.description));
+        }
+        instructions.push(identity);
+        let targets = self.transfer_targets(ctx.root_agent());
+        if !targets.is_empty() {
+            instructions.push(self.transfer_instruction(ctx.root_agent(), &targets));
+        }
+        request.config.system_instruction = Some(SystemInstruction::Text(instructions.join("\n\n")));
+
+        request.contents = history::contents(
+            &session.events,
+            HistoryOptions {
+                agent: &self.name,
+                branch: ctx.branch(),
+                preserve_ids: false,
+                other_agents_thoughts: false,
+                current_turn_only: self.include_contents == IncludeContents::None,
+            },
+        );
+
+        let mut declarations: Vec<FunctionDeclaration> = Vec::new();
+        if !targets.is_empty() {
+            declarations.push(TransferToAgent::declaration(&targets));
+        }
+        declarations.extend(self.tools.iter().filter_map(|t| t.declaration()));
+        if !declarations.is_empty() {
+            request.config.tools = Some(vec![GenaiTool::functions(declarations)]);
+        }
+        Ok(request)
+    }
+
+    fn transfer_instruction(&self, root: &Arc<dyn Agent>, targets: &[Arc<dyn Agent>]) -> String {
+        let info: Vec<String> = targets
+            .iter()
+            .map(|t| format!("\nAgent name: {}\nAgent description: {}\n", t.name(), t.description()))
+            .collect();
+        let mut names: Vec<&str> = targets.iter().map(|t| t.name()).collect();
+        names.sort_unstable();
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        let mut text = format!(
+            "\nYou have a list of other agents to transfer to:\n\n{}\n\nIf you are the best to answer the question according to your description,\nyou can answer it.\n\nIf another agent is better for answering the question according to its\ndescription, call `transfer_to_agent` function to transfer the question to that\nagent. When transferring, do not generate any text other than the function\ncall.\n\n**NOTE**: the only available agents for `transfer_to_agent` function are\n{}.\n",
+            info.join("\n"),
+            names.join(", ")
+        );
+        if let Some(parent) = find_parent(root, &self.name)
+            && !self.disallow_transfer_to_parent
+        {
+            text.push_str(&format!(
+                "\nIf neither you nor the other agents are best for the question, transfer to your parent agent {}.\n",
+                parent.name()
+            ));
+        }
+        text
+    }
+}
+
+#[async_trait]
+impl Agent for LlmAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
+        &self.sub_agents
+    }
+
+    fn before_agent_callbacks(&self) -> &[Arc<dyn BeforeAgentCallback>] {
+        &self.before_agent
+    }
+
+    fn after_agent_callbacks(&self) -> &[Arc<dyn AfterAgentCallback>] {
+        &self.after_agent
+    }
+
+    async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
+        self.run_flow(ctx).await
+    }
+
+    fn as_llm_agent(&self) -> Option<&LlmAgent> {
+        Some(self)
+    }
+}
+
+/// Builds an [`LlmAgent`].
+#[derive(Debug)]
+#[must_use]
+pub struct LlmAgentBuilder {
+    agent: LlmAgent,
+}
+
+impl LlmAgentBuilder {
+    /// What the agent does, for agents deciding on a transfer.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.agent.description = description.into();
+        self
+    }
+
+    /// The model; without one the agent uses its nearest ancestor's.
+    pub fn model(mut self, model: Arc<dyn Llm>) -> Self {
+        self.agent.model = Some(model);
+        self
+    }
+
+    /// The instruction: a template (`"Help {user:name}."`) or an [`Instruction::provider`].
+    pub fn instruction(mut self, instruction: impl Into<Instruction>) -> Self {
+        self.agent.instruction = Some(instruction.into());
+        self
+    }
+
+    /// An instruction for every agent of the tree (read from the root agent only, as ADK does).
+    pub fn global_instruction(mut self, instruction: impl Into<Instruction>) -> Self {
+        self.agent.global_instruction = Some(instruction.into());
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.agent.tools.push(tool);
+        self
+    }
+
+    /// Adds a sub-agent.
+    pub fn sub_agent(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.agent.sub_agents.push(agent);
+        self
+    }
+
+    /// Saves the agent's answer under this state key.
+    pub fn output_key(mut self, key: impl Into<String>) -> Self {
+        self.agent.output_key = Some(key.into());
+        self
+    }
+
+    /// Asks the model for JSON matching this schema (without tools; with `output_key`, the parsed
+    /// value is saved).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.agent.output_schema = Some(schema);
+        self
+    }
+
+    /// Which history the model sees.
+    pub fn include_contents(mut self, include: IncludeContents) -> Self {
+        self.agent.include_contents = include;
+        self
+    }
+
+    /// The generation settings (temperature, thinking...). Tools, the system instruction and the
+    /// response schema have their own settings.
+    pub fn generate_content_config(mut self, config: GenerateContentConfig) -> Self {
+        self.agent.generate_content_config = config;
+        self
+    }
+
+    /// Forbids handing the conversation back to the parent.
+    pub fn disallow_transfer_to_parent(mut self) -> Self {
+        self.agent.disallow_transfer_to_parent = true;
+        self
+    }
+
+    /// Forbids handing the conversation to siblings.
+    pub fn disallow_transfer_to_peers(mut self) -> Self {
+        self.agent.disallow_transfer_to_peers = true;
+        self
+    }
+
+    /// Adds a before-agent callback.
+    pub fn before_agent_callback(mut self, callback: impl BeforeAgentCallback + 'static) -> Self {
+        self.agent.before_agent.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds an after-agent callback.
+    pub fn after_agent_callback(mut self, callback: impl AfterAgentCallback + 'static) -> Self {
+        self.agent.after_agent.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds a before-model callback.
+    pub fn before_model_callback(mut self, callback: impl BeforeModelCallback + 'static) -> Self {
+        self.agent.before_model.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds an after-model callback.
+    pub fn after_model_callback(mut self, callback: impl AfterModelCallback + 'static) -> Self {
+        self.agent.after_model.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds an on-model-error callback.
+    pub fn on_model_error_callback(mut self, callback: impl OnModelErrorCallback + 'static) -> Self {
+        self.agent.on_model_error.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds a before-tool callback.
+    pub fn before_tool_callback(mut self, callback: impl BeforeToolCallback + 'static) -> Self {
+        self.agent.before_tool.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds an after-tool callback.
+    pub fn after_tool_callback(mut self, callback: impl AfterToolCallback + 'static) -> Self {
+        self.agent.after_tool.push(Arc::new(callback));
+        self
+    }
+
+    /// Adds an on-tool-error callback.
+    pub fn on_tool_error_callback(mut self, callback: impl OnToolErrorCallback + 'static) -> Self {
+        self.agent.on_tool_error.push(Arc::new(callback));
+        self
+    }
+
+    /// The agent, once its settings are checked (ADK's messages for settings in the wrong place).
+    pub fn build(self) -> Result<LlmAgent> {
+        let config = &self.agent.generate_content_config;
+        if config.tools.is_some() {
+            return Err(Error::InvalidAgent("All tools must be set via LlmAgent.tools, not via generate_content_config.tools. Move your tools to the LlmAgent(tools=[...]) parameter.".into()));
+        }
+        if config.system_instruction.is_some() {
+            return Err(Error::InvalidAgent("System instruction must be set via LlmAgent.instruction, not via generate_content_config.system_instruction. Move your instruction to LlmAgent(instruction=\"...\").".into()));
+        }
+        if config.response_schema.is_some() || config.response_json_schema.is_some() {
+            return Err(Error::InvalidAgent("Response schema must be set via LlmAgent.output_schema, not via generate_content_config.response_schema. Move your schema to LlmAgent(output_schema=...).".into()));
+        }
+        sinew_core::check_tool_names(self.agent.tools.iter().map(|t| t.name())).map_err(Error::InvalidAgent)?;
+        Ok(self.agent)
+    }
+}
+
+/// ADK's `transfer_to_agent` tool.
+pub(crate) struct TransferToAgent;
+
+impl TransferToAgent {
+    pub(crate) const NAME: &'static str = "transfer_to_agent";
+
+    fn declaration(targets: &[Arc<dyn Agent>]) -> FunctionDeclaration {
+        let names: Vec<&str> = targets.iter().map(|t| t.name()).collect();
+        FunctionDeclaration::new(
+            Self::NAME,
+            "Transfer the query to another agent.\n\nUse this tool to hand off control to another agent that is more suitable to\nanswer the user's query according to the agent's description.\n\nArgs:\n  agent_name: the agent name to transfer to.",
+            Some(json!({
+                "properties": {"agent_name": {"title": "Agent Name", "type": "string", "enum": names}},
+                "required": ["agent_name"],
+                "title": "transfer_to_agentParams",
+                "type": "object",
+            })),
+        )
+    }
+
+    /// Runs a call: the transfer happens once the call's response is written.
+    pub(crate) fn run(args: &Map<String, Value>, ctx: &ToolContext) -> Map<String, Value> {
+        let target = args.get("agent_name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        ctx.update_actions(|a| {
+            a.transfer_to_agent = Some(target);
+            a.transfer_reason = None;
+        });
+        Map::from_iter([("result".to_owned(), Value::Null)])
+    }
+}
+
+/// Whether `name` may be a template's state key: an identifier, or one after `app:`, `user:` or
+/// `temp:`.
+fn is_state_name(name: &str) -> bool {
+    let bare = [APP_PREFIX, USER_PREFIX, TEMP_PREFIX].iter().find_map(|p| name.strip_prefix(p)).unwrap_or(name);
+    let mut chars = bare.chars();
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// ADK's `inject_session_state`: each `{name}` (any number of braces, no brace inside, not after
+/// `$`, `{` or `\`) becomes the state value; `{name?}` is empty when missing; names that are not
+/// state keys stay as written; a missing key fails with ADK's message.
+pub fn inject_state(template: &str, state: &Map<String, Value>, agent_name: &str) -> Result<String> {
+    if !template.contains('{') {
+        return Ok(template.to_owned());
+    }
+    let bytes = template.as_bytes();
+    let mut out = String::with_capacity(template.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let preceded = i > 0 && matches!(bytes[i - 1], b'$' | b'{' | b'\\');
+        if bytes[i] != b'{' || preceded {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < bytes.len() && bytes[j] == b'{' {
+            j += 1;
+        }
+        let mut k = j;
+        while k < bytes.len() && bytes[k] != b'{' && bytes[k] != b'}' {
+            k += 1;
+        }
+        if k >= bytes.len() || bytes[k] != b'}' {
+            i = j;
+            continue;
+        }
+        let mut end = k;
+        while end < bytes.len() && bytes[end] == b'}' {
+            end += 1;
+        }
+        let inner = template[j..k].trim();
+        let (name, optional) = match inner.strip_suffix('?') {
+            Some(name) => (name, true),
+            None => (inner, false),
+        };
+        let replacement = if name.starts_with("artifact.") {
+            return Err(Error::Instruction("Artifact service is not initialized.".into()));
+        } else if !is_state_name(name) {
+            None
+        } else {
+            match state.get(name) {
+                Some(Value::Null) => Some(String::new()),
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(other) => Some(pyrepr::repr(other)),
+                None if optional => Some(String::new()),
+                None => {
+                    return Err(Error::Instruction(format!(
+                        "Context variable not found: `{name}` in agent '{agent_name}'."
+                    )));
+                }
+            }
+        };
+        if let Some(replacement) = replacement {
+            out.push_str(&template[copied..i]);
+            out.push_str(&replacement);
+            copied = end;
+        }
+        i = end;
+    }
+    out.push_str(&template[copied..]);
+    Ok(out)
+}

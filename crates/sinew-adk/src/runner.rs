@@ -1,0 +1,443 @@
+//! The runner (ADK's `Runner`): runs an agent tree over a session service, one invocation per
+//! message, and streams its events (the `runStream` of spec 002).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+use futures::future::{BoxFuture, Either};
+use futures::stream::{self, BoxStream};
+use futures::{FutureExt as _, StreamExt as _};
+use serde_json::{Map, Value};
+use sinew_core::CancellationToken;
+use tokio::sync::{Mutex, mpsc};
+
+use crate::agent::{Agent, AgentNames, check_agent_tree, find_agent, find_parent};
+use crate::context::{Emitted, Invocation, InvocationContext, RunConfig};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventActions};
+use crate::genai::Content;
+use crate::plugin::Plugin;
+use crate::session::{GetSessionConfig, InMemorySessionService, SessionService};
+use crate::types::Session;
+
+/// A new invocation id: `e-` and a uuid4, as ADK makes them.
+pub fn new_invocation_id() -> String {
+    format!("e-{}", uuid::Uuid::new_v4())
+}
+
+/// Runs `agent` for the sessions of app `app_name` in `session_service`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use sinew_adk::{Content, InMemorySessionService, LlmAgent, Runner, RunConfig, SessionService};
+/// # use sinew_adk::testing::ScriptedLlm;
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use futures::StreamExt as _;
+///
+/// let model = Arc::new(ScriptedLlm::texts(["Hello!"]));
+/// let agent = LlmAgent::builder("greeter").model(model).instruction("Greet the user.").build().unwrap();
+/// let sessions = Arc::new(InMemorySessionService::new());
+/// let runner = Runner::new("demo", Arc::new(agent), sessions.clone()).unwrap();
+/// sessions.create_session("demo", "u1", Some("s1"), Default::default()).await.unwrap();
+/// let events: Vec<_> = runner.run("u1", "s1", Some(Content::user_text("hi")), None, RunConfig::default()).collect().await;
+/// let answer = events.last().unwrap().as_ref().unwrap();
+/// assert_eq!(answer.content.as_ref().unwrap().text(), "Hello!");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Runner {
+    app_name: String,
+    agent: Arc<dyn Agent>,
+    sessions: Arc<dyn SessionService>,
+    plugins: Vec<Arc<dyn Plugin>>,
+    auto_create_session: bool,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("app_name", &self.app_name)
+            .field("agent", &self.agent.name())
+            .field("plugins", &self.plugins.iter().map(|p| p.name().to_owned()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runner {
+    /// A runner of `agent`, whose tree must follow ADK's naming rule (see
+    /// [`Runner::with_agent_names`]).
+    pub fn new(app_name: impl Into<String>, agent: Arc<dyn Agent>, sessions: Arc<dyn SessionService>) -> Result<Self> {
+        Runner::with_agent_names(app_name, agent, sessions, AgentNames::Identifiers)
+    }
+
+    /// A runner whose agents' names follow `rule` (hyphenated names are opt-in, spec 002 §6.3).
+    pub fn with_agent_names(
+        app_name: impl Into<String>,
+        agent: Arc<dyn Agent>,
+        sessions: Arc<dyn SessionService>,
+        rule: AgentNames,
+    ) -> Result<Self> {
+        check_agent_tree(agent.as_ref(), rule)?;
+        Ok(Runner { app_name: app_name.into(), agent, sessions, plugins: Vec::new(), auto_create_session: false })
+    }
+
+    /// Adds a plugin; plugins run in the order they were added.
+    #[must_use]
+    pub fn with_plugin(mut self, plugin: Arc<dyn Plugin>) -> Self {
+        self.plugins.push(plugin);
+        self
+    }
+
+    /// Creates a missing session instead of failing (ADK's `auto_create_session`).
+    #[must_use]
+    pub fn auto_create_session(mut self) -> Self {
+        self.auto_create_session = true;
+        self
+    }
+
+    /// The app's name.
+    pub fn app_name(&self) -> &str {
+        &self.app_name
+    }
+
+    /// The root agent.
+    pub fn agent(&self) -> &Arc<dyn Agent> {
+        &self.agent
+    }
+
+    /// The session service.
+    pub fn sessions(&self) -> &Arc<dyn SessionService> {
+        &self.sessions
+    }
+
+    /// The session, or a new one with `state` (adk-js's `getOrCreateSession`).
+    pub async fn get_or_create_session(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        state: Map<String, Value>,
+    ) -> Result<Session> {
+        self.sessions.get_or_create_session(&self.app_name, user_id, session_id, state).await
+    }
+
+    /// Runs one invocation: `new_message` (with `state_delta`) is stored as the user's event, the
+    /// agent that should answer runs, and every event comes out as it happens — partial fragments
+    /// too, which are never stored. A message answering the function calls of a suspended
+    /// invocation (a confirmation, a long-running call, a paused tool call) resumes that
+    /// invocation under its id. An error is the last item. Dropping the stream cancels the run
+    /// between two events; what was stored stays a valid session.
+    pub fn run(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        new_message: Option<Content>,
+        state_delta: Option<Map<String, Value>>,
+        run_config: RunConfig,
+    ) -> BoxStream<'static, Result<Event>> {
+        let runner = self.clone();
+        let (user_id, session_id) = (user_id.to_owned(), session_id.to_owned());
+        let start = async move { runner.start(&user_id, &session_id, new_message, state_delta, run_config).await };
+        stream::once(start)
+            .flat_map(|started| match started {
+                Ok(run) => run,
+                Err(error) => stream::once(async move { Err(error) }).boxed(),
+            })
+            .boxed()
+    }
+
+    /// Runs `new_message` on a fresh session of its own, forgotten afterwards: a clean slate,
+    /// nothing read from or left in the runner's sessions (spec 002 §3.4, `runStateless`).
+    pub fn run_stateless(
+        &self,
+        user_id: &str,
+        new_message: Content,
+        run_config: RunConfig,
+    ) -> BoxStream<'static, Result<Event>> {
+        let ephemeral =
+            Runner { sessions: Arc::new(InMemorySessionService::new()), ..self.clone() }.auto_create_session();
+        ephemeral.run(user_id, &uuid::Uuid::new_v4().to_string(), Some(new_message), None, run_config)
+    }
+
+    async fn start(
+        self,
+        user_id: &str,
+        session_id: &str,
+        new_message: Option<Content>,
+        state_delta: Option<Map<String, Value>>,
+        run_config: RunConfig,
+    ) -> Result<BoxStream<'static, Result<Event>>> {
+        let session =
+            match self.sessions.get_session(&self.app_name, user_id, session_id, GetSessionConfig::default()).await? {
+                Some(session) => session,
+                None if self.auto_create_session => {
+                    self.sessions.create_session(&self.app_name, user_id, Some(session_id), Map::new()).await?
+                }
+                None => return Err(Error::SessionNotFound(session_id.to_owned())),
+            };
+        let Some(message) = new_message else {
+            return Err(Error::InvalidRequest(format!(
+                "Running an agent requires a new_message. Session: {session_id}, User: {user_id}"
+            )));
+        };
+        if message.parts().is_empty() {
+            return Err(Error::InvalidRequest("No parts in the new_message.".into()));
+        }
+        if message.function_calls().next().is_some() {
+            return Err(Error::InvalidRequest("User message cannot contain function calls.".into()));
+        }
+        let resumed = resumed_invocation(&session, &message);
+        let invocation_id = resumed.clone().unwrap_or_else(new_invocation_id);
+        let (events, inbox) = mpsc::channel::<Emitted>(1);
+        let invocation = Arc::new(Invocation {
+            invocation_id,
+            session: Mutex::new(session),
+            service: self.sessions.clone(),
+            run_config,
+            plugins: self.plugins.clone(),
+            root: self.agent.clone(),
+            user_content: Some(message.clone()),
+            llm_calls: AtomicUsize::new(0),
+            ended: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            node_paths: self.agent.as_llm_agent().is_some(),
+            node_runs: std::sync::Mutex::new(Default::default()),
+            cancel: CancellationToken::new(),
+            events,
+        });
+        let root_ctx = InvocationContext {
+            invocation: invocation.clone(),
+            agent: self.agent.clone(),
+            branch: None,
+            node_path: String::new(),
+            escalations: Vec::new(),
+        };
+        let driver = drive(self, root_ctx.clone(), message, state_delta).boxed();
+        let cancel = invocation.cancel.clone().drop_guard();
+        let state = Running { driver: Some(driver), inbox, ctx: root_ctx, _cancel: cancel };
+        Ok(stream::unfold(state, next_event).boxed())
+    }
+}
+
+/// The invocation whose function calls `message` answers, when it answers some.
+fn resumed_invocation(session: &Session, message: &Content) -> Option<String> {
+    let mut ids: std::collections::HashSet<&str> =
+        message.function_responses().filter_map(|r| r.id.as_deref()).collect();
+    if ids.is_empty() {
+        return None;
+    }
+    let mut invocation = None;
+    for event in session.events.iter().rev() {
+        for call in event.function_calls() {
+            if call.id.as_deref().is_some_and(|id| ids.remove(id)) {
+                invocation = Some(event.invocation_id.clone());
+            }
+        }
+        if ids.is_empty() {
+            break;
+        }
+    }
+    if ids.is_empty() { invocation } else { None }
+}
+
+/// The whole invocation, in the order ADK runs it.
+async fn drive(
+    runner: Runner,
+    ctx: InvocationContext,
+    message: Content,
+    state_delta: Option<Map<String, Value>>,
+) -> Result<()> {
+    let result = drive_inner(&runner, &ctx, message, state_delta).await;
+    if let Err(error) = &result {
+        for plugin in &runner.plugins {
+            plugin.on_run_error(&ctx, error).await;
+        }
+    }
+    result
+}
+
+async fn drive_inner(
+    runner: &Runner,
+    ctx: &InvocationContext,
+    mut message: Content,
+    state_delta: Option<Map<String, Value>>,
+) -> Result<()> {
+    for plugin in &runner.plugins {
+        if let Some(replaced) = plugin.on_user_message(ctx, &message).await {
+            message = replaced;
+            break;
+        }
+    }
+    let mut user_event = Event::user(ctx.invocation_id(), message);
+    if let Some(delta) = state_delta {
+        user_event.actions = EventActions { state_delta: delta, ..EventActions::default() };
+    }
+    stamp_metadata(&mut user_event, ctx.run_config());
+    {
+        let mut session = ctx.invocation.session.lock().await;
+        runner.sessions.append_event(&mut session, user_event).await?;
+    }
+
+    for plugin in &runner.plugins {
+        if let Some(content) = plugin.before_run(ctx).await {
+            // ADK writes the early answer as the model's.
+            let event = Event::from_response(ctx.invocation_id(), "model", crate::event::LlmResponse::new(content));
+            ctx.emit(event).await?;
+            return Ok(());
+        }
+    }
+    let session = ctx.session().await;
+    let agent = agent_to_run(&runner.agent, &session);
+    // An agent picked below the root runs at its place in the tree (`root@1/sub_a@1`).
+    let mut ancestors = Vec::new();
+    let mut name = agent.name().to_owned();
+    while let Some(parent) = find_parent(&runner.agent, &name) {
+        name = parent.name().to_owned();
+        ancestors.push(name.clone());
+    }
+    let mut start = ctx.clone();
+    if start.invocation.node_paths {
+        // The ancestors count as run once, so a transfer back up runs them a second time.
+        let mut runs = start.invocation.node_runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut path = String::new();
+        for ancestor in ancestors.iter().rev() {
+            runs.insert(format!("{path}/{ancestor}"), 1);
+            path = if path.is_empty() { format!("{ancestor}@1") } else { format!("{path}/{ancestor}@1") };
+        }
+        drop(runs);
+        start.node_path = path;
+    }
+    start.run(&agent).await?;
+    for plugin in &runner.plugins {
+        plugin.after_run(ctx).await;
+    }
+    Ok(())
+}
+
+/// Which agent answers the next message (ADK's `find_agent_to_run`): the agent whose calls the
+/// message answers; else, walking back, the target of a transfer, the root, or the agent that
+/// answered last when it may hand the conversation on; else the root.
+pub fn agent_to_run(root: &Arc<dyn Agent>, session: &Session) -> Arc<dyn Agent> {
+    let events = &session.events;
+    if let Some(last) = events.last().filter(|e| e.author == "user") {
+        let answered: Vec<&str> = last.function_responses().filter_map(|r| r.id.as_deref()).collect();
+        if !answered.is_empty() {
+            let caller = events
+                .iter()
+                .rev()
+                .skip(1)
+                .find(|e| e.function_calls().any(|c| c.id.as_deref().is_some_and(|id| answered.contains(&id))));
+            if let Some(agent) = caller.and_then(|e| find_agent(root, &e.author)) {
+                return agent;
+            }
+        }
+    }
+    let replies = events.iter().rev().filter(|e| {
+        e.author != "user"
+            && e.actions.agent_state.is_none()
+            && e.actions.end_of_agent.is_none()
+            && !(e.error_code.is_some() && e.content.as_ref().is_none_or(|c| c.parts().is_empty()))
+    });
+    for event in replies {
+        if let Some(target) = event.actions.transfer_to_agent.as_deref().and_then(|t| find_agent(root, t))
+            && transferable(root, &target)
+        {
+            return target;
+        }
+        if event.author == root.name() {
+            return root.clone();
+        }
+        if let Some(agent) = find_agent(root, &event.author)
+            && transferable(root, &agent)
+        {
+            return agent;
+        }
+    }
+    root.clone()
+}
+
+/// Whether `agent` may keep the conversation: it and every agent above it are LLM agents that may
+/// hand the conversation back to their parent.
+fn transferable(root: &Arc<dyn Agent>, agent: &Arc<dyn Agent>) -> bool {
+    let mut current = agent.clone();
+    loop {
+        let Some(llm) = current.as_llm_agent() else { return false };
+        let Some(parent) = find_parent(root, current.name()) else { return true };
+        if llm.disallow_transfer_to_parent() {
+            return false;
+        }
+        current = parent;
+    }
+}
+
+struct Running {
+    driver: Option<BoxFuture<'static, Result<()>>>,
+    inbox: mpsc::Receiver<Emitted>,
+    /// The invocation, as the plugins see it.
+    ctx: InvocationContext,
+    /// Cancels the invocation (its model calls and tools) when the caller drops the stream.
+    _cancel: tokio_util::sync::DropGuard,
+}
+
+/// The next event: what the agents emit, stored (unless partial) and handed back to them; the
+/// driver's error at the end.
+async fn next_event(mut state: Running) -> Option<(Result<Event>, Running)> {
+    loop {
+        let driver = state.driver.as_mut()?;
+        let next = {
+            let received = state.inbox.recv();
+            futures::pin_mut!(received);
+            match futures::future::select(received, driver).await {
+                Either::Left((message, _)) => Either::Left(message),
+                Either::Right((result, _)) => Either::Right(result),
+            }
+        };
+        match next {
+            Either::Left(Some((event, stored))) => {
+                let result = store(&state.ctx, event).await;
+                if let Ok(event) = &result {
+                    // The emitter may have been cancelled meanwhile; the event is stored either way.
+                    let _ = stored.send(event.clone());
+                }
+                return Some((result, state));
+            }
+            Either::Left(None) => {
+                // Every emitter is gone: the driver ends without more events.
+                continue;
+            }
+            Either::Right(result) => {
+                state.driver = None;
+                match result {
+                    Ok(()) => return None,
+                    Err(error) => return Some((Err(error), state)),
+                }
+            }
+        }
+    }
+}
+
+/// Merges the run's custom metadata into the event's (keys ADK keeps internal left out).
+fn stamp_metadata(event: &mut Event, config: &RunConfig) {
+    let Some(metadata) = &config.custom_metadata else { return };
+    let own = event.custom_metadata.get_or_insert_with(Map::new);
+    for (key, value) in metadata.iter().filter(|(k, _)| !k.starts_with("__adk_internal_")) {
+        own.insert(key.clone(), value.clone());
+    }
+}
+
+/// Runs the plugins' `on_event` (the first answer replaces the event), and stores the event
+/// unless it is partial.
+async fn store(ctx: &InvocationContext, mut event: Event) -> Result<Event> {
+    for plugin in &ctx.invocation.plugins {
+        if let Some(replaced) = plugin.on_event(ctx, &event).await {
+            event = replaced;
+            break;
+        }
+    }
+    stamp_metadata(&mut event, ctx.run_config());
+    if event.is_partial() {
+        return Ok(event);
+    }
+    let invocation = &ctx.invocation;
+    let mut session = invocation.session.lock().await;
+    invocation.service.append_event(&mut session, event).await
+}
