@@ -43,6 +43,8 @@ pub struct RunConfig {
     pub pause_on_tool_calls: bool,
     /// Copied onto every event of the invocation.
     pub custom_metadata: Option<Map<String, Value>>,
+    /// Show the model other agents' thoughts too.
+    pub include_thoughts_from_other_agents: bool,
 }
 
 impl Default for RunConfig {
@@ -52,6 +54,7 @@ impl Default for RunConfig {
             max_llm_calls: DEFAULT_MAX_LLM_CALLS,
             pause_on_tool_calls: false,
             custom_metadata: None,
+            include_thoughts_from_other_agents: false,
         }
     }
 }
@@ -71,6 +74,20 @@ impl RunConfig {
         self
     }
 
+    /// With `metadata` on every event.
+    #[must_use]
+    pub fn with_custom_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.custom_metadata = Some(metadata);
+        self
+    }
+
+    /// Shows the model other agents' thoughts too.
+    #[must_use]
+    pub fn with_other_agents_thoughts(mut self) -> Self {
+        self.include_thoughts_from_other_agents = true;
+        self
+    }
+
     /// At most `n` model calls per invocation.
     #[must_use]
     pub fn with_max_llm_calls(mut self, n: usize) -> Self {
@@ -87,6 +104,10 @@ pub(crate) struct Invocation {
     pub(crate) invocation_id: String,
     pub(crate) session: Mutex<Session>,
     pub(crate) service: Arc<dyn SessionService>,
+    pub(crate) artifacts: Option<Arc<dyn crate::artifact::ArtifactService>>,
+    pub(crate) app_name: String,
+    pub(crate) user_id: String,
+    pub(crate) session_id: String,
     pub(crate) run_config: RunConfig,
     pub(crate) plugins: Vec<Arc<dyn Plugin>>,
     pub(crate) root: Arc<dyn Agent>,
@@ -252,6 +273,10 @@ impl InvocationContext {
     }
 }
 
+fn no_artifact_service() -> Error {
+    Error::InvalidRequest("Artifact service is not initialized.".into())
+}
+
 /// ADK's `should_pause_invocation`: the event calls a function whose answer the client gives.
 fn pauses(event: &Event) -> bool {
     let Some(ids) = event.long_running_tool_ids.as_ref().filter(|ids| !ids.is_empty()) else { return false };
@@ -313,6 +338,27 @@ impl CallbackContext {
     /// Sets state `key` (`app:`, `user:` and `temp:` keys are routed as ADK does).
     pub fn set_state(&self, key: impl Into<String>, value: Value) {
         self.actions().state_delta.insert(key.into(), value);
+    }
+
+    /// Saves `artifact` as the next version of `filename`, recorded in the event's
+    /// `artifactDelta`; gives the version.
+    pub async fn save_artifact(&self, filename: &str, artifact: crate::genai::Part) -> Result<i64> {
+        let invocation = &self.ctx.invocation;
+        let service = invocation.artifacts.as_ref().ok_or_else(no_artifact_service)?;
+        let version = service
+            .save_artifact(&invocation.app_name, &invocation.user_id, &invocation.session_id, filename, artifact)
+            .await?;
+        self.actions().artifact_delta.insert(filename.to_owned(), version);
+        Ok(version)
+    }
+
+    /// The given version of artifact `filename`, or its latest.
+    pub async fn load_artifact(&self, filename: &str, version: Option<i64>) -> Result<Option<crate::genai::Part>> {
+        let invocation = &self.ctx.invocation;
+        let service = invocation.artifacts.as_ref().ok_or_else(no_artifact_service)?;
+        service
+            .load_artifact(&invocation.app_name, &invocation.user_id, &invocation.session_id, filename, version)
+            .await
     }
 
     /// Changes the actions of the event this context's changes ride on.

@@ -256,7 +256,10 @@ impl LlmAgent {
         let mut parts = Vec::new();
         let mut actions = EventActions::default();
         for outcome in outcomes {
-            let (part, call_actions) = outcome?;
+            let (part, call_actions) = match outcome {
+                Ok(outcome) => outcome,
+                Err(error) => return Err(self.fail(ctx, error).await),
+            };
             parts.extend(part);
             merge_actions(&mut actions, call_actions);
         }
@@ -297,6 +300,22 @@ impl LlmAgent {
         }
         // The responses end the turn when they are final; the model is called again otherwise.
         Ok(Step { last, transferred: false })
+    }
+
+    /// Writes an error event for `error`, which ends the run (adk-python writes one before it
+    /// raises), and gives the error back.
+    async fn fail(&self, ctx: &InvocationContext, error: Error) -> Error {
+        let mut event = ctx.new_event();
+        let (code, message) = match &error {
+            Error::Tool { source, .. } => ("ToolError", source.to_string()),
+            other => ("Error", other.to_string()),
+        };
+        event.error_code = Some(code.into());
+        event.error_message = Some(message);
+        match ctx.emit(event).await {
+            Ok(_) => error,
+            Err(cancelled) => cancelled,
+        }
     }
 
     /// Runs the agent the conversation was handed to.

@@ -42,6 +42,13 @@ pub(crate) struct HistoryOptions<'a> {
 pub(crate) fn contents(events: &[Event], options: HistoryOptions<'_>) -> Vec<Content> {
     let events = apply_rewinds(events);
     let events: Vec<&Event> = if options.current_turn_only { current_turn(&events, options) } else { events };
+    let compacted;
+    let events = if events.iter().any(|e| e.actions.compaction.is_some()) {
+        compacted = apply_compactions(&events, options.agent);
+        compacted.iter().collect()
+    } else {
+        events
+    };
     let events = visible(&events, options);
     let events = rearrange_latest_function_response(events);
     let events = rearrange_function_responses_in_history(events);
@@ -50,7 +57,7 @@ pub(crate) fn contents(events: &[Event], options: HistoryOptions<'_>) -> Vec<Con
 }
 
 /// Hides everything from the first event of a rewound invocation up to its rewind event.
-fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
+pub(crate) fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
     let mut kept: Vec<&Event> = Vec::with_capacity(events.len());
     for event in events {
         if let Some(rewound) = event.actions.rewind_before_invocation_id.as_deref() {
@@ -62,6 +69,32 @@ fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
         kept.push(event);
     }
     kept
+}
+
+/// Replaces the events each compaction covers by its summary, read as the agent's own turn at the
+/// compaction's end time (ADK's `_process_compaction_events`).
+fn apply_compactions(events: &[&Event], agent: &str) -> Vec<Event> {
+    let ranges: Vec<(f64, f64)> = events
+        .iter()
+        .filter_map(|e| e.actions.compaction.as_ref().map(|c| (c.start_timestamp, c.end_timestamp)))
+        .collect();
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    for event in events {
+        if let Some(compaction) = &event.actions.compaction {
+            let mut summary = Event::from_response(
+                event.invocation_id.clone(),
+                agent,
+                crate::event::LlmResponse::new(compaction.compacted_content.clone()),
+            );
+            summary.timestamp = compaction.end_timestamp;
+            summary.branch = event.branch.clone();
+            out.push(summary);
+        } else if !ranges.iter().any(|(start, end)| (*start..=*end).contains(&event.timestamp)) {
+            out.push((*event).clone());
+        }
+    }
+    out.sort_by(|a, b| a.timestamp.total_cmp(&b.timestamp));
+    out
 }
 
 /// The events of the current turn: from the latest user or other-agent message on.

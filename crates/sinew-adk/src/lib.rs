@@ -19,6 +19,7 @@
 //! See `docs/concepts/adk.md` for how ADK's concepts map to sinew-adk.
 
 pub mod agent;
+pub mod artifact;
 pub mod callbacks;
 mod context;
 mod error;
@@ -39,6 +40,7 @@ pub mod types;
 mod workflow;
 
 pub use agent::{Agent, AgentNames, check_agent_name};
+pub use artifact::{ArtifactService, InMemoryArtifactService};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
 pub use error::{Error, Result};
 pub use event::{

@@ -30,6 +30,9 @@ pub struct ReadonlyContext {
     /// The session's state when the model is called.
     pub state: Map<String, Value>,
     pub user_content: Option<Content>,
+    /// The artifacts the instruction refers to (`{artifact.name}`): their text, `None` when missing;
+    /// absent when the runner has no artifact service.
+    pub(crate) artifacts: Option<std::collections::HashMap<String, Option<String>>>,
 }
 
 /// An instruction computed at every model call (spec 002 §3.3). Its text is sent as is: no
@@ -89,7 +92,7 @@ impl Instruction {
 
     async fn resolve(&self, ctx: &ReadonlyContext) -> Result<String> {
         match self {
-            Instruction::Template(template) => inject_state(template, &ctx.state, &ctx.agent_name),
+            Instruction::Template(template) => inject(template, &ctx.state, ctx.artifacts.as_ref(), &ctx.agent_name),
             Instruction::Provider(provider) => provider.instruction(ctx).await,
         }
     }
@@ -228,11 +231,13 @@ impl LlmAgent {
     /// The request for the next model call (ADK's request processors).
     pub(crate) async fn build_request(&self, ctx: &InvocationContext, model: &dyn Llm) -> Result<LlmRequest> {
         let session = ctx.session().await;
+        let artifacts = self.referenced_artifacts(ctx).await?;
         let readonly = ReadonlyContext {
             invocation_id: ctx.invocation_id().to_owned(),
             agent_name: self.name.clone(),
             state: session.state.clone(),
             user_content: ctx.user_content().cloned(),
+            artifacts,
         };
         let mut request = LlmRequest {
             model: Some(model.name().to_owned()),
@@ -274,7 +279,7 @@ impl LlmAgent {
                 agent: &self.name,
                 branch: ctx.branch(),
                 preserve_ids: false,
-                other_agents_thoughts: false,
+                other_agents_thoughts: ctx.run_config().include_thoughts_from_other_agents,
                 current_turn_only: self.include_contents == IncludeContents::None,
             },
         );
@@ -288,6 +293,38 @@ impl LlmAgent {
             request.config.tools = Some(vec![GenaiTool::functions(declarations)]);
         }
         Ok(request)
+    }
+
+    /// The artifacts the instructions name, loaded; `None` without an artifact service.
+    async fn referenced_artifacts(
+        &self,
+        ctx: &InvocationContext,
+    ) -> Result<Option<std::collections::HashMap<String, Option<String>>>> {
+        let Some(service) = ctx.invocation.artifacts.clone() else { return Ok(None) };
+        let global = ctx.root_agent().as_llm_agent().and_then(|root| root.global_instruction.clone());
+        let mut names = Vec::new();
+        for instruction in [self.instruction.clone(), global].into_iter().flatten() {
+            if let Instruction::Template(template) = instruction {
+                scan(&template, |name| {
+                    if let Some(file) = name.trim_end_matches('?').strip_prefix("artifact.") {
+                        names.push(file.to_owned());
+                    }
+                });
+            }
+        }
+        let invocation = &ctx.invocation;
+        let mut loaded = std::collections::HashMap::new();
+        for name in names {
+            let part = service
+                .load_artifact(&invocation.app_name, &invocation.user_id, &invocation.session_id, &name, None)
+                .await?;
+            let text = part.map(|p| match p.text {
+                Some(text) => text,
+                None => serde_json::to_string(&p).unwrap_or_default(),
+            });
+            loaded.insert(name, text);
+        }
+        Ok(Some(loaded))
     }
 
     fn transfer_instruction(&self, root: &Arc<dyn Agent>, targets: &[Arc<dyn Agent>]) -> String {
@@ -532,16 +569,12 @@ fn is_state_name(name: &str) -> bool {
     chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
-/// ADK's `inject_session_state`: each `{name}` (any number of braces, no brace inside, not after
-/// `$`, `{` or `\`) becomes the state value; `{name?}` is empty when missing; names that are not
-/// state keys stay as written; a missing key fails with ADK's message.
-pub fn inject_state(template: &str, state: &Map<String, Value>, agent_name: &str) -> Result<String> {
-    if !template.contains('{') {
-        return Ok(template.to_owned());
-    }
+/// Calls `found` with the trimmed inside of each placeholder of `template`, and gives back the
+/// placeholders' byte ranges: `{name}` with any number of braces, no brace inside, not after `$`,
+/// `{` or `\` (adk-python's pattern `(?<![\$\{\\]){+[^{}]*}+`).
+fn scan(template: &str, mut found: impl FnMut(&str)) -> Vec<(usize, usize, String)> {
     let bytes = template.as_bytes();
-    let mut out = String::with_capacity(template.len());
-    let mut copied = 0;
+    let mut placeholders = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         let preceded = i > 0 && matches!(bytes[i - 1], b'$' | b'{' | b'\\');
@@ -566,12 +599,48 @@ pub fn inject_state(template: &str, state: &Map<String, Value>, agent_name: &str
             end += 1;
         }
         let inner = template[j..k].trim();
+        found(inner);
+        placeholders.push((i, end, inner.to_owned()));
+        i = end;
+    }
+    placeholders
+}
+
+/// ADK's `inject_session_state` over `state`: each placeholder naming a state key (an identifier,
+/// or one after `app:`, `user:` or `temp:`) becomes the key's value (`""` for null, Python's `str`
+/// of anything but a string); `{name?}` is empty when the key is missing; other placeholders stay as
+/// written. A missing key fails with ADK's message. `{artifact.name}` needs an artifact service:
+/// see [`LlmAgent`]'s instructions.
+pub fn inject_state(template: &str, state: &Map<String, Value>, agent_name: &str) -> Result<String> {
+    inject(template, state, None, agent_name)
+}
+
+fn inject(
+    template: &str,
+    state: &Map<String, Value>,
+    artifacts: Option<&std::collections::HashMap<String, Option<String>>>,
+    agent_name: &str,
+) -> Result<String> {
+    if !template.contains('{') {
+        return Ok(template.to_owned());
+    }
+    let mut out = String::with_capacity(template.len());
+    let mut copied = 0;
+    for (start, end, inner) in scan(template, |_| {}) {
         let (name, optional) = match inner.strip_suffix('?') {
             Some(name) => (name, true),
-            None => (inner, false),
+            None => (inner.as_str(), false),
         };
-        let replacement = if name.starts_with("artifact.") {
-            return Err(Error::Instruction("Artifact service is not initialized.".into()));
+        let replacement = if let Some(file) = name.strip_prefix("artifact.") {
+            let artifacts =
+                artifacts.ok_or_else(|| Error::Instruction("Artifact service is not initialized.".into()))?;
+            match artifacts.get(file).cloned().flatten() {
+                Some(text) => Some(text),
+                None if optional => Some(String::new()),
+                None => {
+                    return Err(Error::Instruction(format!("Artifact '{file}' not found in agent '{agent_name}'.")));
+                }
+            }
         } else if !is_state_name(name) {
             None
         } else {
@@ -588,11 +657,10 @@ pub fn inject_state(template: &str, state: &Map<String, Value>, agent_name: &str
             }
         };
         if let Some(replacement) = replacement {
-            out.push_str(&template[copied..i]);
+            out.push_str(&template[copied..start]);
             out.push_str(&replacement);
             copied = end;
         }
-        i = end;
     }
     out.push_str(&template[copied..]);
     Ok(out)

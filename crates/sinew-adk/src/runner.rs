@@ -12,12 +12,14 @@ use sinew_core::CancellationToken;
 use tokio::sync::{Mutex, mpsc};
 
 use crate::agent::{Agent, AgentNames, check_agent_tree, find_agent, find_parent};
+use crate::artifact::ArtifactService;
 use crate::context::{Emitted, Invocation, InvocationContext, RunConfig};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventActions};
 use crate::genai::Content;
+use crate::genai::Part;
 use crate::plugin::Plugin;
-use crate::session::{GetSessionConfig, InMemorySessionService, SessionService};
+use crate::session::{APP_PREFIX, GetSessionConfig, InMemorySessionService, SessionService, TEMP_PREFIX, USER_PREFIX};
 use crate::types::Session;
 
 /// A new invocation id: `e-` and a uuid4, as ADK makes them.
@@ -50,6 +52,7 @@ pub struct Runner {
     agent: Arc<dyn Agent>,
     sessions: Arc<dyn SessionService>,
     plugins: Vec<Arc<dyn Plugin>>,
+    artifacts: Option<Arc<dyn ArtifactService>>,
     auto_create_session: bool,
 }
 
@@ -78,13 +81,27 @@ impl Runner {
         rule: AgentNames,
     ) -> Result<Self> {
         check_agent_tree(agent.as_ref(), rule)?;
-        Ok(Runner { app_name: app_name.into(), agent, sessions, plugins: Vec::new(), auto_create_session: false })
+        Ok(Runner {
+            app_name: app_name.into(),
+            agent,
+            sessions,
+            plugins: Vec::new(),
+            artifacts: None,
+            auto_create_session: false,
+        })
     }
 
     /// Adds a plugin; plugins run in the order they were added.
     #[must_use]
     pub fn with_plugin(mut self, plugin: Arc<dyn Plugin>) -> Self {
         self.plugins.push(plugin);
+        self
+    }
+
+    /// Keeps the agents' artifacts in `artifacts`.
+    #[must_use]
+    pub fn with_artifact_service(mut self, artifacts: Arc<dyn ArtifactService>) -> Self {
+        self.artifacts = Some(artifacts);
         self
     }
 
@@ -158,6 +175,73 @@ impl Runner {
         ephemeral.run(user_id, &uuid::Uuid::new_v4().to_string(), Some(new_message), None, run_config)
     }
 
+    /// Rewinds the session to before invocation `rewind_before_invocation_id` (ADK's
+    /// `rewind_async`): a user event records the rewind, with the state delta and the artifact
+    /// versions that restore what stood before; the model no longer sees the rewound turns.
+    pub async fn rewind(&self, user_id: &str, session_id: &str, rewind_before_invocation_id: &str) -> Result<()> {
+        let mut session = self
+            .sessions
+            .get_session(&self.app_name, user_id, session_id, GetSessionConfig::default())
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(session_id.to_owned()))?;
+        let Some(index) = session.events.iter().position(|e| e.invocation_id == rewind_before_invocation_id) else {
+            return Err(Error::InvalidRequest(format!("Invocation ID not found: {rewind_before_invocation_id}")));
+        };
+        let scoped = |k: &str| [APP_PREFIX, USER_PREFIX, TEMP_PREFIX].iter().any(|p| k.starts_with(p));
+        let mut before: Map<String, Value> = Map::new();
+        for event in &session.events[..index] {
+            for (key, value) in event.actions.state_delta.iter().filter(|(k, _)| !scoped(k)) {
+                if value.is_null() {
+                    before.remove(key);
+                } else {
+                    before.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        let mut delta = Map::new();
+        for (key, value) in &before {
+            if session.state.get(key) != Some(value) {
+                delta.insert(key.clone(), value.clone());
+            }
+        }
+        for key in session.state.keys().filter(|k| !scoped(k) && !before.contains_key(*k)) {
+            delta.insert(key.clone(), Value::Null);
+        }
+        let mut artifacts = std::collections::BTreeMap::new();
+        if let Some(service) = &self.artifacts {
+            let versions_at = |events: &[Event]| {
+                let mut versions = std::collections::BTreeMap::new();
+                for event in events {
+                    versions.extend(event.actions.artifact_delta.clone());
+                }
+                versions
+            };
+            let then = versions_at(&session.events[..index]);
+            for (file, now) in versions_at(&session.events) {
+                let was = then.get(&file).copied();
+                if file.starts_with("user:") || was == Some(now) {
+                    continue;
+                }
+                let restored = match was {
+                    Some(version) => {
+                        service.load_artifact(&self.app_name, user_id, session_id, &file, Some(version)).await?
+                    }
+                    None => None,
+                };
+                // A file that did not exist then is replaced by an empty one, as ADK's tombstone.
+                let restored = restored.unwrap_or_else(|| Part::inline_data("application/octet-stream", Vec::new()));
+                let version = service.save_artifact(&self.app_name, user_id, session_id, &file, restored).await?;
+                artifacts.insert(file, version);
+            }
+        }
+        let mut event = Event::from_response(new_invocation_id(), "user", crate::event::LlmResponse::default());
+        event.actions.rewind_before_invocation_id = Some(rewind_before_invocation_id.to_owned());
+        event.actions.state_delta = delta;
+        event.actions.artifact_delta = artifacts;
+        self.sessions.append_event(&mut session, event).await?;
+        Ok(())
+    }
+
     async fn start(
         self,
         user_id: &str,
@@ -192,6 +276,10 @@ impl Runner {
             invocation_id,
             session: Mutex::new(session),
             service: self.sessions.clone(),
+            artifacts: self.artifacts.clone(),
+            app_name: self.app_name.clone(),
+            user_id: user_id.to_owned(),
+            session_id: session_id.to_owned(),
             run_config,
             plugins: self.plugins.clone(),
             root: self.agent.clone(),
@@ -226,7 +314,7 @@ fn resumed_invocation(session: &Session, message: &Content) -> Option<String> {
         return None;
     }
     let mut invocation = None;
-    for event in session.events.iter().rev() {
+    for event in crate::history::apply_rewinds(&session.events).into_iter().rev() {
         for call in event.function_calls() {
             if call.id.as_deref().is_some_and(|id| ids.remove(id)) {
                 invocation = Some(event.invocation_id.clone());
@@ -317,7 +405,7 @@ async fn drive_inner(
 /// message answers; else, walking back, the target of a transfer, the root, or the agent that
 /// answered last when it may hand the conversation on; else the root.
 pub fn agent_to_run(root: &Arc<dyn Agent>, session: &Session) -> Arc<dyn Agent> {
-    let events = &session.events;
+    let events: Vec<&Event> = crate::history::apply_rewinds(&session.events);
     if let Some(last) = events.last().filter(|e| e.author == "user") {
         let answered: Vec<&str> = last.function_responses().filter_map(|r| r.id.as_deref()).collect();
         if !answered.is_empty() {
