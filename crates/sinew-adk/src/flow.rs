@@ -349,35 +349,41 @@ impl LlmAgent {
             let response = TransferToAgent::run(&args, &tool_ctx);
             return Ok(respond(response, &tool_ctx));
         }
-        let tool = self.tools.iter().find(|t| t.name() == call.name()).cloned();
+        let found = self.tools.iter().find(|t| t.name() == call.name()).cloned();
+        // A call of a tool the agent does not have goes through the callbacks with a stand-in.
+        let tool: Arc<dyn Tool> = found.clone().unwrap_or_else(|| Arc::new(Missing(call.name().to_owned())));
         let plugins = &ctx.invocation.plugins;
 
         let mut response = None;
-        if let Some(tool) = &tool {
-            for plugin in plugins {
-                if let Some(r) = plugin.before_tool(tool.as_ref(), &mut args, &tool_ctx).await {
+        for plugin in plugins {
+            if let Some(r) = plugin.before_tool(tool.as_ref(), &mut args, &tool_ctx).await {
+                response = Some(r);
+                break;
+            }
+        }
+        if response.is_none() {
+            for before in &self.before_tool {
+                if let Some(r) = before.call(tool.as_ref(), &mut args, &tool_ctx).await {
                     response = Some(r);
                     break;
                 }
             }
-            if response.is_none() {
-                for before in &self.before_tool {
-                    if let Some(r) = before.call(tool.as_ref(), &mut args, &tool_ctx).await {
-                        response = Some(r);
-                        break;
+        }
+        if found.is_none() {
+            let response = match response {
+                Some(r) => r,
+                None => {
+                    let error = sinew_core::ToolError::Failed(self.not_found_error(call.name()).into());
+                    match self.tool_error(&tool, &args, &tool_ctx, &error).await {
+                        Some(r) => r,
+                        None => {
+                            Map::from_iter([("error".to_owned(), Value::String(self.not_found_response(call.name())))])
+                        }
                     }
                 }
-            }
-        }
-        let Some(tool) = tool else {
-            let error = sinew_core::ToolError::Failed(self.not_found_error(call.name()).into());
-            let placeholder: Arc<dyn Tool> = Arc::new(Missing(call.name().to_owned()));
-            let response = match self.tool_error(&placeholder, &args, &tool_ctx, &error).await {
-                Some(r) => r,
-                None => Map::from_iter([("error".to_owned(), Value::String(self.not_found_response(call.name())))]),
             };
             return Ok(respond(response, &tool_ctx));
-        };
+        }
 
         if response.is_none() && tool.requires_confirmation(&args) {
             match &confirmation {

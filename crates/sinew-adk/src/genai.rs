@@ -31,6 +31,11 @@ impl Content {
         Content { parts: Some(parts), role: Some(role.into()) }
     }
 
+    /// A content with `parts` and no role (a callback's answer, say).
+    pub fn from_parts(parts: Vec<Part>) -> Self {
+        Content { parts: Some(parts), role: None }
+    }
+
     /// A user turn holding one text part.
     pub fn user_text(text: impl Into<String>) -> Self {
         Content::new(USER, vec![Part::text(text)])

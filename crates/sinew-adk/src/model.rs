@@ -46,6 +46,9 @@ impl<L: Llm + ?Sized> Llm for Arc<L> {
 
 /// A sinew [`StreamProvider`] as an ADK [`Llm`] (spec 000, "Model adapter streams LLM responses").
 ///
+/// Like adk-python's Gemini and LiteLlm models, it gives the model a user turn to answer: empty
+/// contents get [`EMPTY_CONTENTS_FILLER`], contents ending with a model turn [`CONTINUE_NUDGE`].
+///
 /// The request's system instruction becomes the system prompt (a content's text parts joined with
 /// `\n`; none when absent), its contents become sinew messages (function-call ids kept, `call_<name>`
 /// when empty; each function response a tool result), its function declarations the tools. The
@@ -82,7 +85,9 @@ impl Llm for ModelAdapter {
         let model = request.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| self.model.clone());
         let provider_id = self.provider.provider_id_for(&model).to_owned();
         let system = request.system_instruction().unwrap_or_default();
-        let messages = to_messages(&request.contents, &provider_id, &model);
+        let mut contents = request.contents.clone();
+        fill_contents(&mut contents);
+        let messages = to_messages(&contents, &provider_id, &model);
         let refs: Vec<&Message> = messages.iter().collect();
         let tools = to_tools(&request);
         let mut call = StreamRequest::new(&model, &system, &refs);
@@ -134,6 +139,21 @@ struct Adapting {
     done: bool,
     /// Cancels the provider's request when the caller drops the stream.
     _cancel: tokio_util::sync::DropGuard,
+}
+
+/// What adk-python's model classes (Gemini, LiteLlm) add so that the model has a user turn to
+/// answer: the filler for empty contents, the nudge after a model turn.
+pub const EMPTY_CONTENTS_FILLER: &str = "Handle the requests as specified in the System Instruction.";
+/// See [`EMPTY_CONTENTS_FILLER`].
+pub const CONTINUE_NUDGE: &str =
+    "Continue processing previous requests as instructed. Exit or provide a summary if no more outputs are needed.";
+
+fn fill_contents(contents: &mut Vec<Content>) {
+    match contents.last() {
+        None => contents.push(Content::user_text(EMPTY_CONTENTS_FILLER)),
+        Some(last) if last.role() != crate::genai::USER => contents.push(Content::user_text(CONTINUE_NUDGE)),
+        Some(_) => {}
+    }
 }
 
 /// A streaming fragment for a text or thought delta; tool-call deltas are not shown.

@@ -20,7 +20,9 @@ use crate::data;
 
 /// adk-python's recording of a scenario.
 fn recorded(name: &str) -> Value {
-    serde_json::from_str(&data(&format!("flows/{name}.json"))).unwrap()
+    let mut scenario: Value = serde_json::from_str(&data(&format!("flows/{name}.json"))).unwrap();
+    scenario["snapshot"] = json!(format!("requests_{name}"));
+    scenario
 }
 
 /// The model of `capture.py`: answers per agent (the `adk_agent_name` label), records requests.
@@ -194,6 +196,8 @@ fn replace_ids(value: &mut Value, ids: &mut HashMap<String, String>) {
 
 fn check_requests(llm: &FakeLlm, scenario: &Value) {
     let ours = llm.requests();
+    // A readable record of what the agents send, reviewed with `cargo insta review`.
+    insta::assert_json_snapshot!(scenario["snapshot"].as_str().unwrap(), ours);
     let theirs = scenario["requests"].as_array().unwrap();
     assert_eq!(ours.len(), theirs.len(), "number of model calls");
     for (i, (ours, theirs)) in ours.iter().zip(theirs).enumerate() {
@@ -668,4 +672,89 @@ async fn artifacts_and_providers_in_instructions() {
         assert!(events.iter().all(Result::is_ok), "{events:?}");
         assert_eq!(&llm.requests().last().unwrap()["request"]["config"]["system_instruction"], expected);
     }
+}
+
+#[tokio::test]
+async fn parallel_calls_go_through_the_callbacks_in_adk_python_s_order() {
+    let scenario = recorded("callbacks");
+    let calls = LlmResponse::new(Content::new(
+        "model",
+        [
+            ("get_weather", json!({"city": "Rome"})),
+            ("boom", json!({"x": 1})),
+            ("nonexistent_tool", json!({})),
+            ("get_weather", json!({})),
+        ]
+        .into_iter()
+        .map(|(name, args)| Part::function_call(FunctionCall::new(None, name, args.as_object().cloned().unwrap())))
+        .collect(),
+    ));
+    let llm = FakeLlm::new(vec![("cb_agent", vec![vec![calls], vec![text("done")]])]);
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = |seen: &Arc<Mutex<Vec<String>>>| {
+        let seen = seen.clone();
+        move |entry: String| seen.lock().unwrap().push(entry)
+    };
+    let (l1, l2, l3, l4, l5, l6, l7) =
+        (log(&seen), log(&seen), log(&seen), log(&seen), log(&seen), log(&seen), log(&seen));
+    let boom =
+        tool_from_recording(&scenario, "boom", |_, _| async { Err(sinew_core::ToolError::Failed("kaboom".into())) });
+    let agent = LlmAgent::builder("cb_agent")
+        .model(llm.clone())
+        .instruction("cb")
+        .tool(get_weather(&scenario))
+        .tool(Arc::new(boom))
+        .before_agent_callback(move |ctx: &sinew_adk::CallbackContext| {
+            l1("before_agent".into());
+            ctx.user_content().filter(|c| c.text() == "skip").map(|_| Content::model_text("skipped by before_agent"))
+        })
+        .after_agent_callback(move |_: &sinew_adk::CallbackContext| {
+            l2("after_agent".into());
+            Some(Content::from_parts(vec![Part::text("appended by after_agent")]))
+        })
+        .before_model_callback(move |_: &sinew_adk::CallbackContext, _: &mut LlmRequest| {
+            l3("before_model".into());
+            None
+        })
+        .after_model_callback(move |_: &sinew_adk::CallbackContext, _: &LlmResponse| {
+            l4("after_model".into());
+            None
+        })
+        .before_tool_callback(move |tool: &dyn Tool, _: &mut Map<String, Value>, _: &sinew_adk::ToolContext| {
+            l5(format!("before_tool:{}", tool.name()));
+            None
+        })
+        .after_tool_callback(
+            move |tool: &dyn Tool, _: &Map<String, Value>, _: &sinew_adk::ToolContext, _: &Map<String, Value>| {
+                l6(format!("after_tool:{}", tool.name()));
+                None
+            },
+        )
+        .on_tool_error_callback(
+            move |tool: &dyn Tool,
+                  _: &Map<String, Value>,
+                  _: &sinew_adk::ToolContext,
+                  error: &sinew_core::ToolError| {
+                l7(format!("on_tool_error:{}", tool.name()));
+                Some(json!({"recovered": error.to_string()}).as_object().cloned().unwrap())
+            },
+        )
+        .build()
+        .unwrap();
+    let agent = Arc::new(agent);
+    let mut h = Harness::new(agent.clone(), json!({})).await;
+    h.turn(user("go"), RunConfig::default()).await;
+    check_requests(&llm, &scenario);
+    check_events(&h.events, &scenario["events"]);
+    // The same callbacks, in the same order (adk-python also prints the values).
+    let theirs: Vec<String> = scenario["callback_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().splitn(3, ':').take(2).collect::<Vec<_>>().join(":"))
+        .collect();
+    let mut h2 = Harness::new(agent, json!({})).await;
+    h2.turn(user("skip"), RunConfig::default()).await;
+    assert_eq!(*seen.lock().unwrap(), theirs);
+    check_events(&h2.events, &scenario["short_circuit_events"]);
 }

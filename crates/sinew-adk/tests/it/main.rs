@@ -2,6 +2,7 @@
 
 mod flows;
 mod model;
+mod runner;
 mod session_services;
 mod wire;
 

@@ -298,3 +298,20 @@ async fn over_the_anthropic_provider() {
     assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "call_get_weather");
     assert_eq!(body["tools"][0]["name"], "get_weather");
 }
+
+#[tokio::test]
+async fn the_model_always_has_a_user_turn_to_answer() {
+    let cases = [
+        (vec![], sinew_adk::model::EMPTY_CONTENTS_FILLER),
+        (vec![Content::user_text("hi"), Content::model_text("hello")], sinew_adk::model::CONTINUE_NUDGE),
+    ];
+    for (contents, added) in cases {
+        let (_, provider) = run(vec![MockResponse::text("ok")], request(contents.clone(), None), false).await;
+        let seen = &provider.requests()[0];
+        assert_eq!(seen.messages.len(), contents.len() + 1);
+        let Message::User(last) = seen.messages.last().unwrap() else { panic!("{:?}", seen.messages) };
+        assert_eq!(last.content, vec![sinew_core::Content::text(added)]);
+    }
+    let (_, provider) = run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], None), false).await;
+    assert_eq!(provider.requests()[0].messages.len(), 1, "a user turn last needs nothing");
+}

@@ -1,0 +1,428 @@
+//! The runner's own behaviours (spec 002): resuming from a saved session, pausing on tool calls,
+//! `temp:` state, cancellation, plugins, stateless runs, agent names.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value, json};
+use sinew_adk::genai::FunctionResponse;
+use sinew_adk::testing::{ScriptedAnswer, ScriptedLlm};
+use sinew_adk::{
+    Agent, AgentNames, CallbackContext, Content, Event, FunctionTool, InMemorySessionService, Llm, LlmAgent,
+    LlmRequest, LlmResponse, Part, Plugin, RunConfig, Runner, Session, SessionService, ToolContext,
+};
+
+async fn sessions_with(session_id: &str) -> Arc<InMemorySessionService> {
+    let sessions = Arc::new(InMemorySessionService::new());
+    sessions.create_session("app", "u", Some(session_id), Map::new()).await.unwrap();
+    sessions
+}
+
+async fn collect(runner: &Runner, message: Content, config: RunConfig) -> Vec<Event> {
+    runner
+        .run("u", "s", Some(message), None, config)
+        .map(|e| e.unwrap_or_else(|e| panic!("run failed: {e}")))
+        .collect()
+        .await
+}
+
+fn answer(call: &sinew_adk::FunctionCall, response: Value) -> Content {
+    Content::new(
+        "user",
+        vec![Part::function_response(FunctionResponse::new(
+            call.id.clone(),
+            call.name(),
+            response.as_object().cloned().unwrap(),
+        ))],
+    )
+}
+
+fn delete_tool(runs: Arc<AtomicUsize>) -> FunctionTool {
+    FunctionTool::new(
+        "delete_file",
+        "Deletes a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        move |args, _| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(json!({"deleted": args["path"]})) }
+        },
+    )
+    .require_confirmation()
+}
+
+/// A confirmation asked in one process is answered in another: the session goes through JSON
+/// and a fresh runner resumes the same invocation.
+#[tokio::test]
+async fn a_confirmation_resumes_from_a_saved_session_in_a_fresh_runner() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let agent = |llm: Arc<ScriptedLlm>| {
+        Arc::new(LlmAgent::builder("files").model(llm).tool(Arc::new(delete_tool(runs.clone()))).build().unwrap())
+    };
+    let first_llm = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("delete_file", json!({"path": "/tmp/x"}))]));
+    let sessions = sessions_with("s").await;
+    let first = Runner::new("app", agent(first_llm), sessions.clone()).unwrap();
+    let asked = collect(&first, Content::user_text("delete /tmp/x"), RunConfig::default()).await;
+    let request = asked
+        .iter()
+        .flat_map(Event::function_calls)
+        .find(|c| c.name() == sinew_adk::REQUEST_CONFIRMATION)
+        .unwrap()
+        .clone();
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing runs before the user confirms");
+
+    let saved =
+        serde_json::to_string(&sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap())
+            .unwrap();
+    drop(first);
+    let loaded: Session = serde_json::from_str(&saved).unwrap();
+    let fresh = Arc::new(InMemorySessionService::new());
+    let mut session = fresh.create_session("app", "u", Some("s"), loaded.state.clone()).await.unwrap();
+    for event in loaded.events {
+        fresh.append_event(&mut session, event).await.unwrap();
+    }
+    let second_llm = Arc::new(ScriptedLlm::texts(["Deleted."]));
+    let second = Runner::new("app", agent(second_llm.clone()), fresh.clone()).unwrap();
+    let resumed = collect(&second, answer(&request, json!({"confirmed": true})), RunConfig::default()).await;
+
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let invocation = &asked[0].invocation_id;
+    assert!(resumed.iter().all(|e| &e.invocation_id == invocation), "the same invocation resumed");
+    let response = resumed[0].function_responses().next().unwrap();
+    assert_eq!(
+        (response.name(), response.response.as_ref().unwrap()["deleted"].as_str()),
+        ("delete_file", Some("/tmp/x"))
+    );
+    assert_eq!(resumed.last().unwrap().content.as_ref().unwrap().text(), "Deleted.");
+    // The model saw the call and its real result, none of the plumbing.
+    let (request, _) = second_llm.requests().pop().unwrap();
+    let names: Vec<String> = request
+        .contents
+        .iter()
+        .flat_map(|c| c.parts().iter())
+        .filter_map(|p| {
+            p.function_call
+                .as_ref()
+                .map(|c| c.name().to_owned())
+                .or(p.function_response.as_ref().map(|r| r.name().to_owned()))
+        })
+        .collect();
+    assert_eq!(names, ["delete_file", "delete_file"]);
+}
+
+/// With `pause_on_tool_calls` the host runs the tools: the run stops at the calls, and the
+/// host's responses resume the invocation.
+#[tokio::test]
+async fn pausing_on_tool_calls_lets_the_host_run_them() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tool = FunctionTool::new("lookup", "Looks up.", json!({"type": "object", "properties": {}}), move |_, _| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { Ok(json!({"found": "by the agent"})) }
+    });
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::calls([("lookup".to_owned(), json!({"q": 1})), ("lookup".to_owned(), json!({"q": 2}))]),
+        ScriptedAnswer::text("Both found."),
+    ]));
+    let agent = LlmAgent::builder("host_tools").model(llm.clone()).tool(Arc::new(tool)).build().unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await).unwrap();
+    let paused =
+        collect(&runner, Content::user_text("look both up"), RunConfig::default().pausing_on_tool_calls()).await;
+    assert_eq!(paused.len(), 1, "{paused:#?}");
+    let calls: Vec<_> = paused[0].function_calls().cloned().collect();
+    assert_eq!(calls.len(), 2);
+    let ids: std::collections::BTreeSet<String> = calls.iter().map(|c| c.id().to_owned()).collect();
+    assert_eq!(paused[0].long_running_tool_ids.as_ref(), Some(&ids), "every call waits for the host");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    let parts = calls
+        .iter()
+        .map(|c| {
+            Part::function_response(FunctionResponse::new(
+                c.id.clone(),
+                c.name(),
+                json!({"found": c.args.as_ref().unwrap()["q"]}).as_object().cloned().unwrap(),
+            ))
+        })
+        .collect();
+    let resumed = collect(&runner, Content::new("user", parts), RunConfig::default().pausing_on_tool_calls()).await;
+    assert_eq!(resumed.last().unwrap().content.as_ref().unwrap().text(), "Both found.");
+    assert!(resumed.iter().all(|e| e.invocation_id == paused[0].invocation_id));
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the host ran the tools");
+    let (request, _) = llm.requests().pop().unwrap();
+    let last = request.contents.last().unwrap();
+    assert_eq!(last.function_responses().count(), 2, "the host's responses reach the model: {last:?}");
+}
+
+/// `temp:` state set during an invocation is seen by its next model call, and gone afterwards.
+#[tokio::test]
+async fn temp_state_lives_for_one_invocation() {
+    let tool = FunctionTool::new(
+        "remember",
+        "Remembers.",
+        json!({"type": "object", "properties": {}}),
+        |_, ctx: ToolContext| {
+            ctx.set_state("temp:scratch", json!("noted"));
+            ctx.set_state("kept", json!("yes"));
+            async { Ok(json!({"ok": true})) }
+        },
+    );
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::call("remember", json!({})),
+        ScriptedAnswer::text("done"),
+        ScriptedAnswer::text("next turn"),
+    ]));
+    let agent = LlmAgent::builder("temp")
+        .model(llm.clone())
+        .instruction("scratch=[{temp:scratch?}]")
+        .tool(Arc::new(tool))
+        .build()
+        .unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let events = collect(&runner, Content::user_text("go"), RunConfig::default()).await;
+    let system = |i: usize| llm.requests()[i].0.system_instruction().unwrap();
+    assert!(system(0).starts_with("scratch=[]"));
+    assert!(system(1).starts_with("scratch=[noted]"), "{}", system(1));
+    let response_event = &events[1];
+    assert_eq!(
+        response_event.actions.state_delta,
+        json!({"kept": "yes"}).as_object().cloned().unwrap(),
+        "temp: is not stored"
+    );
+    let stored = sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap();
+    assert_eq!(stored.state, json!({"kept": "yes"}).as_object().cloned().unwrap());
+    collect(&runner, Content::user_text("again"), RunConfig::default()).await;
+    assert!(system(2).starts_with("scratch=[]"), "gone in the next invocation: {}", system(2));
+}
+
+/// A model that streams one fragment and then never finishes; it records when it is dropped.
+struct Stalling {
+    dropped: Arc<AtomicUsize>,
+}
+
+struct DropFlag(Arc<AtomicUsize>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Llm for Stalling {
+    fn name(&self) -> &str {
+        "stalling"
+    }
+
+    fn generate_content(
+        &self,
+        _request: LlmRequest,
+        _stream: bool,
+    ) -> BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+        let flag = DropFlag(self.dropped.clone());
+        let mut fragment = LlmResponse::new(Content::model_text("Hel"));
+        fragment.partial = Some(true);
+        futures::stream::once(async move { Ok(fragment) })
+            .chain(futures::stream::pending())
+            .map(move |r| {
+                let _ = &flag;
+                r
+            })
+            .boxed()
+    }
+}
+
+/// Dropping a run mid-stream cancels the model call and leaves a session that runs on.
+#[tokio::test]
+async fn cancelling_a_run_mid_stream_leaves_a_valid_session() {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let agent = LlmAgent::builder("slow").model(Arc::new(Stalling { dropped: dropped.clone() })).build().unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let mut run = runner.run("u", "s", Some(Content::user_text("hi")), None, RunConfig::default().sse());
+    let first = run.next().await.expect("a fragment").unwrap();
+    assert!(first.is_partial());
+    drop(run);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the model's stream is dropped with the run");
+
+    let stored = sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap();
+    assert_eq!(stored.events.len(), 1, "only the user's message, no fragment: {:#?}", stored.events);
+    let json = serde_json::to_value(&stored).unwrap();
+    let back: Session = serde_json::from_value(json).unwrap();
+    assert_eq!(back, stored);
+
+    // The session takes the next run as if nothing happened.
+    let agent = LlmAgent::builder("slow").model(Arc::new(ScriptedLlm::texts(["Hello"]))).build().unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let events = collect(&runner, Content::user_text("again"), RunConfig::default()).await;
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "Hello");
+}
+
+/// Records the plugin callbacks it sees; answers where it is told to.
+#[derive(Default)]
+struct Recorder {
+    name: &'static str,
+    seen: Arc<Mutex<Vec<String>>>,
+    answer_model: bool,
+}
+
+#[async_trait]
+impl Plugin for Recorder {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn on_user_message(&self, _ctx: &sinew_adk::InvocationContext, message: &Content) -> Option<Content> {
+        self.seen.lock().unwrap().push(format!("{}:user:{}", self.name, message.text()));
+        None
+    }
+
+    async fn before_agent(&self, agent: &dyn Agent, _ctx: &CallbackContext) -> Option<Content> {
+        self.seen.lock().unwrap().push(format!("{}:before_agent:{}", self.name, agent.name()));
+        None
+    }
+
+    async fn before_model(&self, _ctx: &CallbackContext, _request: &mut LlmRequest) -> Option<LlmResponse> {
+        self.seen.lock().unwrap().push(format!("{}:before_model", self.name));
+        self.answer_model.then(|| LlmResponse::new(Content::model_text(format!("answered by {}", self.name))))
+    }
+
+    async fn on_event(&self, _ctx: &sinew_adk::InvocationContext, event: &Event) -> Option<Event> {
+        self.seen.lock().unwrap().push(format!("{}:event:{}", self.name, event.author));
+        None
+    }
+
+    async fn after_run(&self, _ctx: &sinew_adk::InvocationContext) {
+        self.seen.lock().unwrap().push(format!("{}:after_run", self.name));
+    }
+}
+
+/// Plugins run before the agent's callbacks, in order, and the first answer wins.
+#[tokio::test]
+async fn plugins_run_first_and_the_first_answer_wins() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent_callback_ran = Arc::new(AtomicUsize::new(0));
+    let flag = agent_callback_ran.clone();
+    let llm = Arc::new(ScriptedLlm::texts(["from the model"]));
+    let agent = LlmAgent::builder("plugged")
+        .model(llm.clone())
+        .before_model_callback(move |_: &CallbackContext, _: &mut LlmRequest| {
+            flag.fetch_add(1, Ordering::SeqCst);
+            None
+        })
+        .build()
+        .unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await)
+        .unwrap()
+        .with_plugin(Arc::new(Recorder { name: "first", seen: seen.clone(), answer_model: true }))
+        .with_plugin(Arc::new(Recorder { name: "second", seen: seen.clone(), answer_model: true }));
+    let events = collect(&runner, Content::user_text("hi"), RunConfig::default()).await;
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "answered by first");
+    assert!(llm.requests().is_empty(), "the model was not called");
+    assert_eq!(agent_callback_ran.load(Ordering::SeqCst), 0, "the agent's callback was skipped");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "first:user:hi",
+            "second:user:hi",
+            "first:before_agent:plugged",
+            "second:before_agent:plugged",
+            "first:before_model",
+            "first:event:plugged",
+            "second:event:plugged",
+            "first:after_run",
+            "second:after_run",
+        ]
+    );
+}
+
+/// A stateless run starts from nothing and leaves nothing behind.
+#[tokio::test]
+async fn stateless_runs_start_clean_and_leave_nothing() {
+    let llm = Arc::new(ScriptedLlm::texts(["one", "two"]));
+    let agent = LlmAgent::builder("clean").model(llm.clone()).build().unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    for _ in 0..2 {
+        let events: Vec<_> = runner.run_stateless("u", Content::user_text("hi"), RunConfig::default()).collect().await;
+        assert!(events.iter().all(Result::is_ok));
+    }
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests.iter().all(|(r, _)| r.contents.len() == 1), "each run saw only its own message");
+    let listed = sessions.list_sessions("app", None).await.unwrap();
+    assert_eq!(listed.len(), 1, "only the session made before");
+    assert!(sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap().events.is_empty());
+}
+
+#[tokio::test]
+async fn hyphenated_agent_names_are_opt_in() {
+    let agent: Arc<dyn Agent> =
+        Arc::new(LlmAgent::builder("code-reviewer").model(Arc::new(ScriptedLlm::texts(["ok"]))).build().unwrap());
+    let sessions = sessions_with("s").await;
+    let refused = Runner::new("app", agent.clone(), sessions.clone()).unwrap_err();
+    assert!(refused.to_string().starts_with("Found invalid agent name: `code-reviewer`."), "{refused}");
+    let runner = Runner::with_agent_names("app", agent, sessions, AgentNames::Hyphenated).unwrap();
+    let events = collect(&runner, Content::user_text("hi"), RunConfig::default()).await;
+    assert_eq!(events[0].author, "code-reviewer");
+
+    for (name, rule, ok) in [
+        ("ok_name", AgentNames::Identifiers, true),
+        ("_x1", AgentNames::Identifiers, true),
+        ("1x", AgentNames::Hyphenated, false),
+        ("-x", AgentNames::Hyphenated, false),
+        ("a b", AgentNames::Hyphenated, false),
+        ("user", AgentNames::Hyphenated, false),
+        ("", AgentNames::Identifiers, false),
+    ] {
+        assert_eq!(sinew_adk::check_agent_name(name, rule).is_ok(), ok, "{name:?} {rule:?}");
+    }
+    let user = sinew_adk::check_agent_name("user", AgentNames::Identifiers).unwrap_err();
+    assert_eq!(user.to_string(), "Agent name cannot be `user`. `user` is reserved for end-user's input.");
+}
+
+#[tokio::test]
+async fn a_missing_session_and_a_bad_message_are_errors() {
+    let agent = Arc::new(LlmAgent::builder("a").model(Arc::new(ScriptedLlm::texts(["ok"]))).build().unwrap());
+    let runner = Runner::new("app", agent, Arc::new(InMemorySessionService::new())).unwrap();
+    let missing: Vec<_> =
+        runner.run("u", "nope", Some(Content::user_text("hi")), None, RunConfig::default()).collect().await;
+    assert_eq!(missing.len(), 1);
+    assert_eq!(missing[0].as_ref().unwrap_err().to_string(), "session not found: nope");
+    let runner = runner.auto_create_session();
+    let created: Vec<_> =
+        runner.run("u", "new", Some(Content::user_text("hi")), None, RunConfig::default()).collect().await;
+    assert!(created.iter().all(Result::is_ok));
+    let call = Content::new("user", vec![Part::function_call(sinew_adk::FunctionCall::new(None, "f", Map::new()))]);
+    let refused: Vec<_> = runner.run("u", "new", Some(call), None, RunConfig::default()).collect().await;
+    assert_eq!(refused[0].as_ref().unwrap_err().to_string(), "User message cannot contain function calls.");
+}
+
+/// The ADK agent callbacks run in ADK's order, with plain closures.
+#[tokio::test]
+async fn agent_callbacks_answer_for_the_agent() {
+    let llm = Arc::new(ScriptedLlm::texts(["from the model"]));
+    let agent = LlmAgent::builder("guarded")
+        .model(llm.clone())
+        .before_agent_callback(|ctx: &CallbackContext| {
+            ctx.set_state("checked", json!(true));
+            ctx.user_content().filter(|c| c.text() == "blocked").map(|_| Content::model_text("not allowed"))
+        })
+        .after_agent_callback(|_: &CallbackContext| Some(Content::model_text("after")))
+        .build()
+        .unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let blocked = collect(&runner, Content::user_text("blocked"), RunConfig::default()).await;
+    let texts: Vec<String> = blocked.iter().map(|e| e.content.as_ref().unwrap().text()).collect();
+    assert_eq!(texts, ["not allowed"], "the agent and its after callback did not run");
+    assert_eq!(blocked[0].actions.state_delta["checked"], true);
+    assert!(llm.requests().is_empty());
+    let allowed = collect(&runner, Content::user_text("fine"), RunConfig::default()).await;
+    let texts: Vec<String> = allowed.iter().filter_map(|e| e.content.as_ref().map(Content::text)).collect();
+    assert_eq!(texts, ["from the model", "after"]);
+    assert_eq!(allowed[0].actions.state_delta["checked"], true, "state-only callback changes ride on their own event");
+    assert!(allowed[0].content.is_none());
+}
