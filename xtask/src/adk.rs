@@ -65,15 +65,15 @@ pub(crate) fn validate(root: &Path, python: &Path) -> Result<()> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         let kind = match name.as_str() {
             "events.json" => "events",
-            "session.json" => "session",
-            "sse.txt" => "sse",
+            "session.json" | "run-session.json" => "session",
+            "sse.txt" | "run-sse.txt" => "sse",
             n if n.starts_with("storage-") => "storage",
             other => bail!("adk_wire wrote `{other}`, which has no validator kind"),
         };
         files.push((kind, path));
     }
     files.sort();
-    if files.len() < 4 {
+    if files.len() < 6 {
         bail!("adk_wire wrote {} files; expected events, session, sse and storage", files.len());
     }
     println!("\n==> adk-python validates {} files of sinew-adk's JSON", files.len());

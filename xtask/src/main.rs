@@ -47,7 +47,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | compaction | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | compaction | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -152,19 +152,20 @@ fn target_dir() -> Result<PathBuf> {
 
 fn bench(args: &[String]) -> Result<()> {
     let Some(name) = args.first() else {
-        bail!("usage: cargo xtask bench <loop | decode | e2e | compaction | sessions | sse> [args]")
+        bail!("usage: cargo xtask bench <loop | decode | e2e | adk | compaction | sessions | sse> [args]")
     };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
         "e2e" => ("sinew", "e2e"),
+        "adk" => ("sinew", "adk"),
         "compaction" => ("sinew-agent", "compaction"),
         "sse" => ("sinew-http", "sse"),
         "sessions" => ("sinew-session", "sessions"),
-        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, compaction, sessions, sse)"),
+        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, adk, compaction, sessions, sse)"),
     };
     let mut command = cargo();
-    if name == "e2e" {
+    if name == "e2e" || name == "adk" {
         // The mock model runs in its own process, so that only the client is measured.
         let mut build = cargo();
         build.args(["build", "--release", "--package", "sinew-testing", "--bin", "sinew-mockllm"]);
@@ -174,6 +175,9 @@ fn bench(args: &[String]) -> Result<()> {
     command.args(["bench", "--package", package, "--bench", bench]);
     if name == "e2e" {
         command.args(["--features", "testing"]);
+    }
+    if name == "adk" {
+        command.args(["--features", "testing,adk"]);
     }
     if name == "sessions" && std::env::var_os("SINEW_TEST_POSTGRES_URL").is_some() {
         command.args(["--features", "postgres"]);

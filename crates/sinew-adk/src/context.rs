@@ -96,8 +96,9 @@ impl RunConfig {
     }
 }
 
-/// An event on its way to the runner, and where the runner answers once it has stored it.
-pub(crate) type Emitted = (Event, oneshot::Sender<Event>);
+/// An event on its way to the runner, and where the runner answers once it has stored it (nowhere
+/// for a streaming fragment, which is never stored).
+pub(crate) type Emitted = (Box<Event>, Option<oneshot::Sender<Event>>);
 
 /// What the whole invocation shares.
 pub(crate) struct Invocation {
@@ -268,8 +269,14 @@ impl InvocationContext {
             self.invocation.paused.store(true, Ordering::SeqCst);
         }
         let (done, stored) = oneshot::channel();
-        self.invocation.events.send((event, done)).await.map_err(|_| Error::Cancelled)?;
+        self.invocation.events.send((Box::new(event), Some(done))).await.map_err(|_| Error::Cancelled)?;
         stored.await.map_err(|_| Error::Cancelled)
+    }
+
+    /// Hands a streaming fragment to the runner, which yields it and stores nothing; no answer is
+    /// awaited (the channel's bound still keeps the agent in step with the caller).
+    pub async fn emit_fragment(&self, fragment: Box<Event>) -> Result<()> {
+        self.invocation.events.send((fragment, None)).await.map_err(|_| Error::Cancelled)
     }
 }
 

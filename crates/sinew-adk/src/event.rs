@@ -16,7 +16,15 @@ pub fn now_seconds() -> f64 {
 
 /// A fresh event id (a uuid4, as ADK's `Event.new_id`).
 pub fn new_event_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    uuid4()
+}
+
+/// A random uuid4 as text. Ids need uniqueness, not secrecy: the bits come from a fast per-thread
+/// generator (seeded from the OS) rather than a system call per id, which the streaming path would
+/// pay for every fragment.
+pub(crate) fn uuid4() -> String {
+    let bytes = fastrand::u128(..).to_le_bytes();
+    uuid::Builder::from_random_bytes(bytes).into_uuid().to_string()
 }
 
 /// Declares [`LlmResponse`] and [`Event`] over one list of response fields, so the two cannot drift.
@@ -69,6 +77,11 @@ macro_rules! response_types {
             /// An event of `author` in `invocation_id` carrying `response`, with a fresh id and the
             /// current time.
             pub fn from_response(invocation_id: impl Into<String>, author: impl Into<String>, response: LlmResponse) -> Self {
+                Event::with_id(new_event_id(), invocation_id, author, response)
+            }
+
+            /// An event with the given id.
+            pub(crate) fn with_id(id: String, invocation_id: impl Into<String>, author: impl Into<String>, response: LlmResponse) -> Self {
                 Event {
                     $( $field: response.$field, )*
                     invocation_id: invocation_id.into(),
@@ -79,7 +92,7 @@ macro_rules! response_types {
                     long_running_tool_ids: None,
                     branch: None,
                     isolation_scope: None,
-                    id: new_event_id(),
+                    id,
                     timestamp: now_seconds(),
                 }
             }

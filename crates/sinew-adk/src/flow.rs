@@ -126,6 +126,7 @@ impl LlmAgent {
         let mut template = ctx.new_event();
         let mut actions = Some(callback.take_actions());
         let mut last = None;
+        let mut ended_on_fragment = false;
         while let Some(item) = responses.next().await {
             let response = match item {
                 Ok(response) => self.after_model(&callback, response).await,
@@ -141,22 +142,24 @@ impl LlmAgent {
             {
                 continue;
             }
-            let mut event = finalize(&template, response, streaming);
+            let mut event = Box::new(finalize(&template, response, streaming));
             if !event.is_partial() {
                 let mut merged = actions.take().unwrap_or_default();
                 merge_actions(&mut merged, callback.take_actions());
                 event.actions = merged;
             }
-            self.mark_calls(&mut event, ctx);
-            let event = self.emit(ctx, event, output).await?;
-            let partial = event.is_partial();
-            last = Some(event.clone());
-            if partial {
+            if event.is_partial() {
+                ctx.emit_fragment(event).await?;
+                ended_on_fragment = true;
                 continue;
             }
+            ended_on_fragment = false;
+            self.mark_calls(&mut event, ctx);
+            let event = self.emit(ctx, *event, output).await?;
             template.id = crate::event::new_event_id();
-            if event.function_calls().next().is_some() {
-                let handled = self.handle_calls(ctx, &event, output).await?;
+            last = Some(event);
+            if let Some(event) = last.as_ref().filter(|e| e.function_calls().next().is_some()) {
+                let handled = self.handle_calls(ctx, event, output).await?;
                 if handled.transferred {
                     return Ok(handled);
                 }
@@ -165,7 +168,8 @@ impl LlmAgent {
                 }
             }
         }
-        Ok(Step { last, transferred: false })
+        // A stream that ended on a fragment gave no answer: the turn ends there.
+        Ok(Step { last: if ended_on_fragment { None } else { last }, transferred: false })
     }
 
     async fn after_model(&self, callback: &CallbackContext, response: LlmResponse) -> LlmResponse {
@@ -227,7 +231,7 @@ impl LlmAgent {
             for call in parts.iter_mut().filter_map(|p| p.function_call.as_mut()) {
                 any = true;
                 if call.id.as_deref().is_none_or(str::is_empty) {
-                    call.id = Some(format!("adk-{}", uuid::Uuid::new_v4()));
+                    call.id = Some(format!("adk-{}", crate::event::uuid4()));
                 }
                 let framework = call.name() == TransferToAgent::NAME;
                 let tool_runs_long = self.tools.iter().any(|t| t.name() == call.name() && t.is_long_running());
@@ -557,7 +561,7 @@ fn confirmation_request(
     let mut parts = Vec::new();
     let mut ids = BTreeSet::new();
     for call in event.function_calls().filter(|c| confirmations.contains_key(c.id())) {
-        let id = format!("adk-{}", uuid::Uuid::new_v4());
+        let id = format!("adk-{}", crate::event::uuid4());
         let confirmation = &confirmations[call.id()];
         let args = json!({
             "originalFunctionCall": call,
@@ -579,8 +583,8 @@ fn finalize(template: &Event, response: LlmResponse, streaming: bool) -> Event {
     if !streaming && !response.is_partial() && response.error_code.is_none() {
         flag_empty(&mut response);
     }
-    let mut event = Event::from_response(template.invocation_id.clone(), template.author.clone(), response);
-    event.id = template.id.clone();
+    let mut event =
+        Event::with_id(template.id.clone(), template.invocation_id.clone(), template.author.clone(), response);
     event.branch = template.branch.clone();
     event.node_info = template.node_info.clone();
     event

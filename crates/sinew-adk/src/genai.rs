@@ -58,12 +58,12 @@ impl Content {
 
     /// The function calls among the parts.
     pub fn function_calls(&self) -> impl Iterator<Item = &FunctionCall> {
-        self.parts().iter().filter_map(|p| p.function_call.as_ref())
+        self.parts().iter().filter_map(|p| p.function_call.as_deref())
     }
 
     /// The function responses among the parts.
     pub fn function_responses(&self) -> impl Iterator<Item = &FunctionResponse> {
-        self.parts().iter().filter_map(|p| p.function_response.as_ref())
+        self.parts().iter().filter_map(|p| p.function_response.as_deref())
     }
 
     /// The non-thought text parts joined without separator, as ADK's `output_key` takes them.
@@ -72,7 +72,8 @@ impl Content {
     }
 }
 
-/// One part of a turn (`google.genai.types.Part`).
+/// One part of a turn (`google.genai.types.Part`). The structured kinds are boxed: a part stays
+/// small, and history is made of many.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[non_exhaustive]
@@ -80,17 +81,17 @@ pub struct Part {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "media_resolution")]
     pub media_resolution: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "code_execution_result")]
-    pub code_execution_result: Option<CodeExecutionResult>,
+    pub code_execution_result: Option<Box<CodeExecutionResult>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "executable_code")]
-    pub executable_code: Option<ExecutableCode>,
+    pub executable_code: Option<Box<ExecutableCode>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "file_data")]
-    pub file_data: Option<FileData>,
+    pub file_data: Option<Box<FileData>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "function_call")]
-    pub function_call: Option<FunctionCall>,
+    pub function_call: Option<Box<FunctionCall>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "function_response")]
-    pub function_response: Option<FunctionResponse>,
+    pub function_response: Option<Box<FunctionResponse>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "inline_data")]
-    pub inline_data: Option<Blob>,
+    pub inline_data: Option<Box<Blob>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,18 +132,22 @@ impl Part {
 
     /// A function-call part.
     pub fn function_call(call: FunctionCall) -> Self {
-        Part { function_call: Some(call), ..Part::default() }
+        Part { function_call: Some(Box::new(call)), ..Part::default() }
     }
 
     /// A function-response part.
     pub fn function_response(response: FunctionResponse) -> Self {
-        Part { function_response: Some(response), ..Part::default() }
+        Part { function_response: Some(Box::new(response)), ..Part::default() }
     }
 
     /// An inline binary part (an image, a PDF...).
     pub fn inline_data(mime_type: impl Into<String>, data: Vec<u8>) -> Self {
         Part {
-            inline_data: Some(Blob { data: Some(data), display_name: None, mime_type: Some(mime_type.into()) }),
+            inline_data: Some(Box::new(Blob {
+                data: Some(data),
+                display_name: None,
+                mime_type: Some(mime_type.into()),
+            })),
             ..Part::default()
         }
     }

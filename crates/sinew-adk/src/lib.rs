@@ -17,6 +17,9 @@
 //! ```
 //!
 //! See `docs/concepts/adk.md` for how ADK's concepts map to sinew-adk.
+//!
+//! ## Feature flags
+//! None: everything here is always built.
 
 pub mod agent;
 pub mod artifact;
@@ -63,3 +66,8 @@ pub use session::{GetSessionConfig, InMemorySessionService, SessionService, appl
 pub use tool::{FunctionTool, Tool, ToolAdapter, exit_loop};
 pub use types::{LlmRequest, RunAgentRequest, Session};
 pub use workflow::{LoopAgent, ParallelAgent, SequentialAgent};
+
+/// The ADK guide's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/concepts/adk.md")]
+struct AdkGuideDoctests;

@@ -230,12 +230,11 @@ impl LlmAgent {
 
     /// The request for the next model call (ADK's request processors).
     pub(crate) async fn build_request(&self, ctx: &InvocationContext, model: &dyn Llm) -> Result<LlmRequest> {
-        let session = ctx.session().await;
         let artifacts = self.referenced_artifacts(ctx).await?;
         let readonly = ReadonlyContext {
             invocation_id: ctx.invocation_id().to_owned(),
             agent_name: self.name.clone(),
-            state: session.state.clone(),
+            state: ctx.state().await,
             user_content: ctx.user_content().cloned(),
             artifacts,
         };
@@ -273,8 +272,9 @@ impl LlmAgent {
         }
         request.config.system_instruction = Some(SystemInstruction::Text(instructions.join("\n\n")));
 
+        // The history is read under the session's lock, without copying the session.
         request.contents = history::contents(
-            &session.events,
+            &ctx.invocation.session.lock().await.events,
             HistoryOptions {
                 agent: &self.name,
                 branch: ctx.branch(),

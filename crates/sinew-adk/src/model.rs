@@ -85,9 +85,10 @@ impl Llm for ModelAdapter {
         let model = request.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| self.model.clone());
         let provider_id = self.provider.provider_id_for(&model).to_owned();
         let system = request.system_instruction().unwrap_or_default();
-        let mut contents = request.contents.clone();
-        fill_contents(&mut contents);
-        let messages = to_messages(&contents, &provider_id, &model);
+        let mut messages = to_messages(&request.contents, &provider_id, &model);
+        if let Some(filler) = filler(&request.contents) {
+            messages.push(Message::user(filler));
+        }
         let refs: Vec<&Message> = messages.iter().collect();
         let tools = to_tools(&request);
         let mut call = StreamRequest::new(&model, &system, &refs);
@@ -148,11 +149,11 @@ pub const EMPTY_CONTENTS_FILLER: &str = "Handle the requests as specified in the
 pub const CONTINUE_NUDGE: &str =
     "Continue processing previous requests as instructed. Exit or provide a summary if no more outputs are needed.";
 
-fn fill_contents(contents: &mut Vec<Content>) {
+fn filler(contents: &[Content]) -> Option<&'static str> {
     match contents.last() {
-        None => contents.push(Content::user_text(EMPTY_CONTENTS_FILLER)),
-        Some(last) if last.role() != crate::genai::USER => contents.push(Content::user_text(CONTINUE_NUDGE)),
-        Some(_) => {}
+        None => Some(EMPTY_CONTENTS_FILLER),
+        Some(last) if last.role() != crate::genai::USER => Some(CONTINUE_NUDGE),
+        Some(_) => None,
     }
 }
 

@@ -24,7 +24,7 @@ use crate::types::Session;
 
 /// A new invocation id: `e-` and a uuid4, as ADK makes them.
 pub fn new_invocation_id() -> String {
-    format!("e-{}", uuid::Uuid::new_v4())
+    format!("e-{}", crate::event::uuid4())
 }
 
 /// Runs `agent` for the sessions of app `app_name` in `session_service`.
@@ -172,7 +172,7 @@ impl Runner {
     ) -> BoxStream<'static, Result<Event>> {
         let ephemeral =
             Runner { sessions: Arc::new(InMemorySessionService::new()), ..self.clone() }.auto_create_session();
-        ephemeral.run(user_id, &uuid::Uuid::new_v4().to_string(), Some(new_message), None, run_config)
+        ephemeral.run(user_id, &crate::event::uuid4(), Some(new_message), None, run_config)
     }
 
     /// Rewinds the session to before invocation `rewind_before_invocation_id` (ADK's
@@ -302,7 +302,8 @@ impl Runner {
         let driver = drive(self, root_ctx.clone(), message, state_delta).boxed();
         let cancel = invocation.cancel.clone().drop_guard();
         let state = Running { driver: Some(driver), inbox, ctx: root_ctx, _cancel: cancel };
-        Ok(stream::unfold(state, next_event).boxed())
+        // Events travel boxed: an event is large, and a fragment goes through several hands.
+        Ok(stream::unfold(state, next_event).map(|event| event.map(|boxed| *boxed)).boxed())
     }
 }
 
@@ -468,7 +469,7 @@ struct Running {
 
 /// The next event: what the agents emit, stored (unless partial) and handed back to them; the
 /// driver's error at the end.
-async fn next_event(mut state: Running) -> Option<(Result<Event>, Running)> {
+async fn next_event(mut state: Running) -> Option<(Result<Box<Event>>, Running)> {
     loop {
         let driver = state.driver.as_mut()?;
         let next = {
@@ -482,9 +483,9 @@ async fn next_event(mut state: Running) -> Option<(Result<Event>, Running)> {
         match next {
             Either::Left(Some((event, stored))) => {
                 let result = store(&state.ctx, event).await;
-                if let Ok(event) = &result {
+                if let (Ok(event), Some(stored)) = (&result, stored) {
                     // The emitter may have been cancelled meanwhile; the event is stored either way.
-                    let _ = stored.send(event.clone());
+                    let _ = stored.send(Event::clone(event));
                 }
                 return Some((result, state));
             }
@@ -514,10 +515,10 @@ fn stamp_metadata(event: &mut Event, config: &RunConfig) {
 
 /// Runs the plugins' `on_event` (the first answer replaces the event), and stores the event
 /// unless it is partial.
-async fn store(ctx: &InvocationContext, mut event: Event) -> Result<Event> {
+async fn store(ctx: &InvocationContext, mut event: Box<Event>) -> Result<Box<Event>> {
     for plugin in &ctx.invocation.plugins {
         if let Some(replaced) = plugin.on_event(ctx, &event).await {
-            event = replaced;
+            *event = replaced;
             break;
         }
     }
@@ -527,5 +528,5 @@ async fn store(ctx: &InvocationContext, mut event: Event) -> Result<Event> {
     }
     let invocation = &ctx.invocation;
     let mut session = invocation.session.lock().await;
-    invocation.service.append_event(&mut session, event).await
+    invocation.service.append_event(&mut session, *event).await.map(Box::new)
 }

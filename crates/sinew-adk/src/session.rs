@@ -234,7 +234,7 @@ impl SessionService for InMemorySessionService {
         app.state.extend(deltas.app);
         let user = app.users.entry(user_id.to_owned()).or_default();
         user.state.extend(deltas.user);
-        let id = session_id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+        let id = session_id.map_or_else(crate::event::uuid4, str::to_owned);
         let mut session = Session::new(app_name, user_id, id.clone());
         session.state = deltas.session;
         session.last_update_time = now_seconds();

@@ -1,0 +1,77 @@
+//! `cargo xtask bench adk`: the reference workload of DESIGN.md through sinew-adk's `Runner` and
+//! `ModelAdapter`, over real HTTP.
+//!
+//! ```text
+//! cargo xtask bench adk [--api openai|anthropic] [--workload seq|conc] [--turns N] [--tools K]
+//!                       [--tokens T] [--agents A] [--base-url URL]
+//! ```
+//!
+//! The same turns as `bench e2e` (a prompt, K parallel `echo` calls, T streamed tokens), run by an
+//! ADK `LlmAgent` whose model is a `ModelAdapter` over the provider and whose tool is the `echo`
+//! agent tool through `ToolAdapter`. Every turn is a new session in one `InMemorySessionService`
+//! (a fresh conversation per turn, as the peers were measured), streamed in SSE mode. The last
+//! line is `RESULT {json}`; the exit status is non-zero when a tool call or a final text is missing.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use common::{Options, counting_echo, fail, run_workload};
+use futures::StreamExt as _;
+use sinew::StreamProvider;
+use sinew::adk::{
+    Content, InMemorySessionService, LlmAgent, ModelAdapter, RunConfig, Runner, SessionService, ToolAdapter,
+};
+use sinew::testing::mockllm::expected_text;
+
+/// One agent's turns, each in a new session; returns the number of final texts that were right.
+async fn run_agent(
+    index: usize,
+    provider: Arc<dyn StreamProvider>,
+    sessions: Arc<InMemorySessionService>,
+    options: Arc<Options>,
+    calls: Arc<AtomicUsize>,
+) -> usize {
+    let model = Arc::new(ModelAdapter::new(provider, "mock-1"));
+    let agent = LlmAgent::builder("bench_agent")
+        .model(model)
+        .instruction("Call echo as asked, then answer.")
+        .tool(Arc::new(ToolAdapter::new(Arc::new(counting_echo(calls)))))
+        .build()
+        .unwrap_or_else(|e| fail(&e.to_string()));
+    let runner = Runner::new("bench", Arc::new(agent), sessions.clone()).unwrap_or_else(|e| fail(&e.to_string()));
+    let expected = expected_text(options.tokens);
+    let mut right = 0;
+    for turn in 0..options.turns {
+        let session = format!("a{index}-t{turn}");
+        if let Err(error) = sessions.create_session("bench", "u", Some(&session), Default::default()).await {
+            fail(&error.to_string());
+        }
+        let prompt = Content::user_text(format!("tools={} tokens={} turn={turn}", options.tools, options.tokens));
+        let mut events = runner.run("u", &session, Some(prompt), None, RunConfig::default().sse());
+        let mut last = None;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) if !event.is_partial() => last = Some(event),
+                Ok(_) => {}
+                Err(error) => eprintln!("turn {turn}: {error}"),
+            }
+        }
+        if last.and_then(|e| e.content).map(|c| c.text()).as_deref() == Some(expected.as_str()) {
+            right += 1;
+        }
+    }
+    right
+}
+
+fn main() {
+    run_workload(|provider, options, calls, agents| {
+        let sessions = Arc::new(InMemorySessionService::new());
+        (0..agents)
+            .map(|i| tokio::spawn(run_agent(i, provider.clone(), sessions.clone(), options.clone(), calls.clone())))
+            .collect()
+    });
+}
