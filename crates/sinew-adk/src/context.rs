@@ -368,7 +368,8 @@ impl CallbackContext {
             .await
     }
 
-    /// Changes the actions of the event this context's changes ride on.
+    /// Changes the actions of the event this context's changes ride on. The closure runs under
+    /// the context's lock: it must not call back into this context.
     pub fn update_actions(&self, change: impl FnOnce(&mut EventActions)) {
         change(&mut self.actions());
     }

@@ -204,6 +204,9 @@ impl Event {
         {
             return true;
         }
+        if self.error_code.is_some() && !self.is_partial() && self.function_calls().next().is_none() {
+            return true;
+        }
         self.function_calls().next().is_none()
             && self.function_responses().next().is_none()
             && !self.is_partial()

@@ -86,8 +86,14 @@ impl LlmAgent {
                 return Ok(Step { last: Some(resumed), transferred: false });
             }
         }
-        let model = self.resolve_model(ctx.root_agent())?;
-        let mut request = self.build_request(ctx, model.as_ref()).await?;
+        let model = match self.resolve_model(ctx.root_agent()) {
+            Ok(model) => model,
+            Err(error) => return Err(self.fail(ctx, error).await),
+        };
+        let mut request = match self.build_request(ctx, model.as_ref()).await {
+            Ok(request) => request,
+            Err(error) => return Err(self.fail(ctx, error).await),
+        };
 
         let callback = CallbackContext::new(ctx.clone());
         let mut answer = None;
@@ -132,7 +138,7 @@ impl LlmAgent {
                 Ok(response) => self.after_model(&callback, response).await,
                 Err(error) => match self.on_model_error(&callback, &request, &error).await {
                     Some(response) => response,
-                    None => return Err(error),
+                    None => return Err(self.fail(ctx, error).await),
                 },
             };
             if response.content.is_none()
@@ -259,13 +265,26 @@ impl LlmAgent {
         let outcomes = futures::future::join_all(calls.iter().map(|call| self.execute(ctx, call, None))).await;
         let mut parts = Vec::new();
         let mut actions = EventActions::default();
+        let mut failure = None;
         for outcome in outcomes {
-            let (part, call_actions) = match outcome {
-                Ok(outcome) => outcome,
-                Err(error) => return Err(self.fail(ctx, error).await),
-            };
-            parts.extend(part);
-            merge_actions(&mut actions, call_actions);
+            match outcome {
+                Ok((part, call_actions)) => {
+                    parts.extend(part);
+                    merge_actions(&mut actions, call_actions);
+                }
+                Err(error) => failure = failure.or(Some(error)),
+            }
+        }
+        if let Some(error) = failure {
+            // The calls that did run keep their results, as adk-python writes them before it
+            // raises; then the run fails.
+            if !parts.is_empty() {
+                let mut done = ctx.new_event();
+                done.content = Some(Content::new(USER, parts));
+                done.actions = actions;
+                self.emit(ctx, done, output).await?;
+            }
+            return Err(self.fail(ctx, error).await);
         }
         if parts.is_empty() {
             return Ok(Step { last: None, transferred: false });
@@ -312,6 +331,9 @@ impl LlmAgent {
         let mut event = ctx.new_event();
         let (code, message) = match &error {
             Error::Tool { source, .. } => ("ToolError", source.to_string()),
+            // adk-python names the exception: a missing state key is its KeyError.
+            Error::Instruction(message) => ("KeyError", message.clone()),
+            Error::Model(source) => ("ModelError", source.to_string()),
             other => ("Error", other.to_string()),
         };
         event.error_code = Some(code.into());
@@ -322,15 +344,19 @@ impl LlmAgent {
         }
     }
 
-    /// Runs the agent the conversation was handed to.
+    /// Runs the agent the conversation was handed to: one of the agent's transfer targets, with
+    /// adk-python's messages otherwise.
     async fn transfer(&self, ctx: &InvocationContext, target: &str) -> Result<()> {
         let root = ctx.root_agent().clone();
-        let Some(agent) = find_agent(&root, target) else {
-            return Err(Error::AgentNotFound(format!("Transfer target agent '{target}' not found.")));
-        };
-        if agent.name() == self.name {
+        if target == self.name {
             return Err(Error::AgentNotFound(format!("Agent '{target}' cannot transfer to itself.")));
         }
+        let Some(agent) = self.transfer_targets(&root).into_iter().find(|a| a.name() == target) else {
+            return Err(Error::AgentNotFound(match find_agent(&root, target) {
+                None => format!("Transfer target agent '{target}' not found."),
+                Some(_) => format!("Agent {} is not allowed to transfer to agent {target}.", self.name),
+            }));
+        };
         ctx.transfer_context(&agent).run(&agent).await
     }
 
@@ -349,7 +375,7 @@ impl LlmAgent {
             let part = Part::function_response(FunctionResponse::new(call.id.clone(), call.name(), response));
             (Some(part), tool_ctx.take_actions())
         };
-        if call.name() == TransferToAgent::NAME {
+        if call.name() == TransferToAgent::NAME && !self.transfer_targets(ctx.root_agent()).is_empty() {
             let response = TransferToAgent::run(&args, &tool_ctx);
             return Ok(respond(response, &tool_ctx));
         }
@@ -489,21 +515,14 @@ impl LlmAgent {
         if answers.is_empty() {
             return Ok(None);
         }
-        let answered_later: BTreeSet<&str> = session.events[user_index + 1..]
-            .iter()
-            .flat_map(|e| e.function_responses())
-            .filter_map(|r| r.id.as_deref())
-            .collect();
         let mut resumed = Vec::new();
         for answer in answers {
-            let Some(request) = session.events[..user_index]
-                .iter()
-                .rev()
-                .flat_map(|e| e.function_calls())
-                .find(|c| c.id.is_some() && c.id == answer.id)
-            else {
-                continue;
-            };
+            let found = session.events[..user_index].iter().enumerate().rev().find_map(|(i, e)| {
+                e.function_calls()
+                    .find(|c| c.name() == REQUEST_CONFIRMATION && c.id.is_some() && c.id == answer.id)
+                    .map(|c| (i, c))
+            });
+            let Some((request_index, request)) = found else { continue };
             let original: FunctionCall = request
                 .args
                 .as_ref()
@@ -512,7 +531,23 @@ impl LlmAgent {
                 .ok_or_else(|| {
                     Error::InvalidRequest(format!("the confirmation request {} has no original call", request.id()))
                 })?;
-            if answered_later.contains(original.id()) {
+            let asked = session.events[..request_index]
+                .iter()
+                .flat_map(|e| e.function_calls())
+                .any(|c| c.id == original.id && c.name() == original.name() && c.args == original.args);
+            if !asked {
+                return Err(Error::InvalidRequest(format!(
+                    "Original function call for ID '{}' not found in session history.",
+                    original.id()
+                )));
+            }
+            // An answer already acted on (the same approval sent twice) runs nothing again.
+            let consumed = session.events[request_index + 1..].iter().flat_map(|e| e.function_responses()).any(|r| {
+                r.id == original.id
+                    && r.response.as_ref().and_then(|m| m.get("error")).and_then(Value::as_str)
+                        != Some(NEEDS_CONFIRMATION)
+            });
+            if consumed {
                 continue;
             }
             let confirmation = parse_confirmation(answer.response.as_ref())?;

@@ -2,7 +2,7 @@
 //!
 //! Like the Python types, a part is a struct of optional fields (one of them set in practice), and
 //! every type rejects unknown keys (`extra="forbid"`). The field kinds sinew works with are typed;
-//! the rest are kept losslessly as [`Value`]s (see [`crate::json`]).
+//! the rest are kept losslessly as [`Value`]s, in the camelCase form.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -206,7 +206,10 @@ fn relay(event: &Event, thoughts: bool) -> Option<Event> {
                 quote(&args)
             )));
         } else if let Some(response) = &part.function_response {
-            let result = pyrepr::repr(&serde_json::Value::Object(response.response.clone().unwrap_or_default()));
+            let result = match &response.response {
+                Some(map) => pyrepr::repr(&serde_json::Value::Object(map.clone())),
+                None => "None".to_owned(),
+            };
             parts.push(Part::text(format!(
                 "[{author}] `{}` tool returned result:\n{}",
                 elide(response.name()),

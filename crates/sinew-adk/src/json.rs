@@ -55,11 +55,37 @@ pub(crate) fn to_snake(name: &str) -> String {
     out
 }
 
+/// Fields of the genai types kept as values whose content is data (header names, request
+/// bodies, call arguments, schemas): their keys are never renamed.
+const DATA_FIELDS: [&str; 16] = [
+    "headers",
+    "extraBody",
+    "extra_body",
+    "args",
+    "response",
+    "payload",
+    "labels",
+    "parameters",
+    "parametersJsonSchema",
+    "parameters_json_schema",
+    "responseJsonSchema",
+    "response_json_schema",
+    "customMetadata",
+    "custom_metadata",
+    "metadata",
+    "env",
+];
+
 fn rename_keys(value: Value, rename: fn(&str) -> String) -> Value {
     match value {
-        Value::Object(map) => {
-            Value::Object(map.into_iter().map(|(k, v)| (rename(&k), rename_keys(v, rename))).collect())
-        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = if DATA_FIELDS.contains(&k.as_str()) { v } else { rename_keys(v, rename) };
+                    (rename(&k), v)
+                })
+                .collect(),
+        ),
         Value::Array(items) => Value::Array(items.into_iter().map(|v| rename_keys(v, rename)).collect()),
         other => other,
     }

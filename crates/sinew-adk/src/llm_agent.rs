@@ -90,6 +90,11 @@ impl Instruction {
         Instruction::Provider(Arc::new(provider))
     }
 
+    /// Whether the instruction is written empty (a provider never is).
+    fn is_empty(&self) -> bool {
+        matches!(self, Instruction::Template(text) if text.is_empty())
+    }
+
     async fn resolve(&self, ctx: &ReadonlyContext) -> Result<String> {
         match self {
             Instruction::Template(template) => inject(template, &ctx.state, ctx.artifacts.as_ref(), &ctx.agent_name),
@@ -251,26 +256,33 @@ impl LlmAgent {
             request.config.response_mime_type = Some("application/json".into());
         }
 
-        let mut instructions = Vec::new();
-        if let Some(global) = ctx.root_agent().as_llm_agent().and_then(|root| root.global_instruction.as_ref()) {
-            instructions.push(global.resolve(&readonly).await?);
-        }
-        if let Some(instruction) = &self.instruction {
-            let text = instruction.resolve(&readonly).await?;
-            if !text.is_empty() {
-                instructions.push(text);
+        // adk-python appends each piece: `si = piece` when empty, else `si += "\n\n" + piece`; a
+        // global or own instruction written non-empty is appended even when it resolves to "".
+        let mut system = String::new();
+        let mut append = |piece: &str| {
+            if !system.is_empty() {
+                system.push_str("\n\n");
             }
+            system.push_str(piece);
+        };
+        if let Some(global) = ctx.root_agent().as_llm_agent().and_then(|root| root.global_instruction.as_ref())
+            && !global.is_empty()
+        {
+            append(&global.resolve(&readonly).await?);
+        }
+        if let Some(instruction) = self.instruction.as_ref().filter(|i| !i.is_empty()) {
+            append(&instruction.resolve(&readonly).await?);
         }
         let mut identity = format!("You are an agent. Your internal name is \"{}\".", self.name);
         if !self.description.is_empty() {
             identity.push_str(&format!(" The description about you is \"{}\".", self.description));
         }
-        instructions.push(identity);
+        append(&identity);
         let targets = self.transfer_targets(ctx.root_agent());
         if !targets.is_empty() {
-            instructions.push(self.transfer_instruction(ctx.root_agent(), &targets));
+            append(&self.transfer_instruction(ctx.root_agent(), &targets));
         }
-        request.config.system_instruction = Some(SystemInstruction::Text(instructions.join("\n\n")));
+        request.config.system_instruction = Some(SystemInstruction::Text(system));
 
         // The history is read under the session's lock, without copying the session.
         request.contents = history::contents(
@@ -278,7 +290,7 @@ impl LlmAgent {
             HistoryOptions {
                 agent: &self.name,
                 branch: ctx.branch(),
-                preserve_ids: false,
+                preserve_ids: model.preserves_function_call_ids(),
                 other_agents_thoughts: ctx.run_config().include_thoughts_from_other_agents,
                 current_turn_only: self.include_contents == IncludeContents::None,
             },
@@ -433,8 +445,8 @@ impl LlmAgentBuilder {
         self
     }
 
-    /// Asks the model for JSON matching this schema (without tools; with `output_key`, the parsed
-    /// value is saved).
+    /// Asks the model for JSON matching this schema; with `output_key`, the parsed value is saved.
+    /// An agent with an output schema has no tools (`build` refuses both).
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.agent.output_schema = Some(schema);
         self
@@ -526,6 +538,12 @@ impl LlmAgentBuilder {
             return Err(Error::InvalidAgent("Response schema must be set via LlmAgent.output_schema, not via generate_content_config.response_schema. Move your schema to LlmAgent(output_schema=...).".into()));
         }
         sinew_core::check_tool_names(self.agent.tools.iter().map(|t| t.name())).map_err(Error::InvalidAgent)?;
+        if self.agent.output_schema.is_some() && !self.agent.tools.is_empty() {
+            return Err(Error::InvalidAgent(format!(
+                "agent `{}`: an output schema together with tools is not supported yet (ADK's set_model_response tool)",
+                self.agent.name
+            )));
+        }
         Ok(self.agent)
     }
 }
@@ -550,9 +568,17 @@ impl TransferToAgent {
         )
     }
 
-    /// Runs a call: the transfer happens once the call's response is written.
+    /// Runs a call: the transfer happens once the call's response is written. A call without a
+    /// target gets ADK's missing-argument answer.
     pub(crate) fn run(args: &Map<String, Value>, ctx: &ToolContext) -> Map<String, Value> {
-        let target = args.get("agent_name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let Some(target) = args.get("agent_name").and_then(Value::as_str) else {
+            let error = format!(
+                "Invoking `{}()` failed as the following mandatory input parameters are not present:\nagent_name\nYou could retry calling this tool, but it is IMPORTANT for you to provide all the mandatory parameters.",
+                Self::NAME
+            );
+            return Map::from_iter([("error".to_owned(), Value::String(error))]);
+        };
+        let target = target.to_owned();
         ctx.update_actions(|a| {
             a.transfer_to_agent = Some(target);
             a.transfer_reason = None;

@@ -32,6 +32,13 @@ pub trait Llm: Send + Sync {
     /// Answers `request`: one complete response when `stream` is false; fragments and then one
     /// aggregated final response when it is true. An `Err` is the last item.
     fn generate_content(&self, request: LlmRequest, stream: bool) -> BoxStream<'static, Result<LlmResponse>>;
+
+    /// Whether the model wants the framework's `adk-` call ids in its history (adk-python keeps
+    /// them for LiteLlm and Anthropic models, whose APIs pair calls and results by id; Gemini does
+    /// not need them).
+    fn preserves_function_call_ids(&self) -> bool {
+        false
+    }
 }
 
 impl<L: Llm + ?Sized> Llm for Arc<L> {
@@ -41,6 +48,10 @@ impl<L: Llm + ?Sized> Llm for Arc<L> {
 
     fn generate_content(&self, request: LlmRequest, stream: bool) -> BoxStream<'static, Result<LlmResponse>> {
         (**self).generate_content(request, stream)
+    }
+
+    fn preserves_function_call_ids(&self) -> bool {
+        (**self).preserves_function_call_ids()
     }
 }
 
@@ -79,6 +90,12 @@ impl ModelAdapter {
 impl Llm for ModelAdapter {
     fn name(&self) -> &str {
         &self.model
+    }
+
+    /// Providers pair calls and results by id: two calls of one tool must not both become
+    /// `call_<name>`.
+    fn preserves_function_call_ids(&self) -> bool {
+        true
     }
 
     fn generate_content(&self, request: LlmRequest, stream: bool) -> BoxStream<'static, Result<LlmResponse>> {

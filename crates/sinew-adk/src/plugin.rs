@@ -33,7 +33,8 @@ pub trait Plugin: Send + Sync {
         None
     }
 
-    /// Each event before it is stored and yielded: an event replaces it.
+    /// Each event before it is stored and yielded: an event replaces it. The runner waits for
+    /// this callback, so it must not emit events itself.
     async fn on_event(&self, ctx: &InvocationContext, event: &Event) -> Option<Event> {
         let _ = (ctx, event);
         None

@@ -301,7 +301,7 @@ impl Runner {
         };
         let driver = drive(self, root_ctx.clone(), message, state_delta).boxed();
         let cancel = invocation.cancel.clone().drop_guard();
-        let state = Running { driver: Some(driver), inbox, ctx: root_ctx, _cancel: cancel };
+        let state = Running { driver: Some(driver), ended: None, inbox, ctx: root_ctx, _cancel: cancel };
         // Events travel boxed: an event is large, and a fragment goes through several hands.
         Ok(stream::unfold(state, next_event).map(|event| event.map(|boxed| *boxed)).boxed())
     }
@@ -460,6 +460,8 @@ fn transferable(root: &Arc<dyn Agent>, agent: &Arc<dyn Agent>) -> bool {
 
 struct Running {
     driver: Option<BoxFuture<'static, Result<()>>>,
+    /// The agents' result, once they are done.
+    ended: Option<Result<()>>,
     inbox: mpsc::Receiver<Emitted>,
     /// The invocation, as the plugins see it.
     ctx: InvocationContext,
@@ -471,7 +473,18 @@ struct Running {
 /// driver's error at the end.
 async fn next_event(mut state: Running) -> Option<(Result<Box<Event>>, Running)> {
     loop {
-        let driver = state.driver.as_mut()?;
+        let Some(driver) = state.driver.as_mut() else {
+            // The agents are done: a fragment they handed over last is still yielded, then their
+            // result.
+            if let Ok((event, _)) = state.inbox.try_recv() {
+                let result = store(&state.ctx, event).await;
+                return Some((result, state));
+            }
+            return match state.ended.take()? {
+                Ok(()) => None,
+                Err(error) => Some((Err(error), state)),
+            };
+        };
         let next = {
             let received = state.inbox.recv();
             futures::pin_mut!(received);
@@ -483,22 +496,27 @@ async fn next_event(mut state: Running) -> Option<(Result<Box<Event>>, Running)>
         match next {
             Either::Left(Some((event, stored))) => {
                 let result = store(&state.ctx, event).await;
-                if let (Ok(event), Some(stored)) = (&result, stored) {
+                match (&result, stored) {
                     // The emitter may have been cancelled meanwhile; the event is stored either way.
-                    let _ = stored.send(Event::clone(event));
+                    (Ok(event), Some(stored)) => drop(stored.send(Event::clone(event))),
+                    // A session that cannot be written ends the run: its error is the last item,
+                    // and the agents, which would only see the run cancelled, are dropped.
+                    (Err(_), _) => {
+                        state.driver = None;
+                        state.ended = Some(Ok(()));
+                    }
+                    (Ok(_), None) => {}
                 }
                 return Some((result, state));
             }
             Either::Left(None) => {
-                // Every emitter is gone: the driver ends without more events.
-                continue;
+                // Unreachable while `state.ctx` holds a sender; end rather than spin if it were.
+                state.driver = None;
+                state.ended = Some(Ok(()));
             }
             Either::Right(result) => {
                 state.driver = None;
-                match result {
-                    Ok(()) => return None,
-                    Err(error) => return Some((Err(error), state)),
-                }
+                state.ended = Some(result);
             }
         }
     }

@@ -15,6 +15,7 @@ use crate::types::LlmRequest;
 
 /// One scripted answer: responses to stream in order (the last one final), or an error.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum ScriptedAnswer {
     Responses(Vec<LlmResponse>),
     Error(String),

@@ -37,8 +37,9 @@ pub trait Tool: Send + Sync {
     }
 
     /// Runs a call. The answer becomes the function response: an object as is, anything else as
-    /// `{"result": value}`. An error goes to the `on_tool_error` callbacks, then to the model as
-    /// `{"error": message}`.
+    /// `{"result": value}`. An error goes to the `on_tool_error` callbacks; when none answers for
+    /// it, an error event is written and the run fails, as in adk-python. A failure the model
+    /// should read and act on is an answer: `Ok(json!({"error": ...}))`.
     async fn run(&self, args: Map<String, Value>, ctx: &ToolContext) -> Result<Value, ToolError>;
 }
 
@@ -191,8 +192,9 @@ pub fn exit_loop() -> FunctionTool {
 
 /// Any sinew [`AgentTool`] as an ADK [`Tool`]: its schema becomes the declaration's
 /// `parametersJsonSchema`, a call its `execute` (cancelled with the invocation), its text result
-/// `{"result": text}` (with the tool's `details` as `details` when it set them), and a tool that
-/// asks for approval asks for ADK's confirmation.
+/// `{"result": text}` (its `details` are the host's and stay out), a failure `{"error": message}`
+/// for the model to read, as in sinew's own loop; a tool that asks for approval asks for ADK's
+/// confirmation.
 #[derive(Clone)]
 pub struct ToolAdapter {
     tool: Arc<dyn AgentTool>,
@@ -232,12 +234,12 @@ impl Tool for ToolAdapter {
     async fn run(&self, args: Map<String, Value>, ctx: &ToolContext) -> Result<Value, ToolError> {
         let cancel = ctx.invocation().cancellation().child_token();
         let sinew_ctx = sinew_core::ToolContext::new(ctx.function_call_id(), self.tool.name(), cancel);
-        let result = self.tool.execute(Value::Object(args), sinew_ctx).await?;
-        let text = sinew_core::join_text(&result.content, "\n");
-        let mut response = json!({"result": text});
-        if !result.details.is_null() {
-            response["details"] = result.details;
+        match self.tool.execute(Value::Object(args), sinew_ctx).await {
+            // `details` are for the host, never for the model: they stay out of the response.
+            Ok(result) => Ok(json!({"result": sinew_core::join_text(&result.content, "\n")})),
+            // A sinew tool's failure is meant for the model to read and act on.
+            Err(ToolError::Cancelled) => Err(ToolError::Cancelled),
+            Err(error) => Ok(json!({"error": error.to_string()})),
         }
-        Ok(response)
     }
 }

@@ -93,7 +93,8 @@ pub struct RunAgentRequest {
     pub state_delta: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "function_call_event_id")]
     pub function_call_event_id: Option<String>,
-    /// Resumes this invocation.
+    /// The invocation to resume. The runner finds it from the function responses of
+    /// `new_message`, as adk-python does for apps that are not resumable.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "invocation_id")]
     pub invocation_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "custom_metadata")]

@@ -65,7 +65,8 @@ impl Agent for SequentialAgent {
 }
 
 /// Runs its sub-agents at the same time, each on its own branch (`parallel.sub`), so that none
-/// sees the others' turns; their events interleave, and every branch runs to its end.
+/// sees the others' turns; their events interleave, and every branch runs to its end unless one
+/// fails, which stops the others.
 #[derive(Clone)]
 pub struct ParallelAgent {
     name: String,
@@ -117,8 +118,8 @@ impl Agent for ParallelAgent {
             let branch_ctx = ctx.with_branch(branch);
             async move { branch_ctx.run(sub_agent).await }
         });
-        // Every branch runs to its end; the first error is the result.
-        futures::future::join_all(runs).await.into_iter().collect()
+        // Every branch runs to its end; the first error cancels the others and is the result.
+        futures::future::try_join_all(runs).await.map(drop)
     }
 }
 

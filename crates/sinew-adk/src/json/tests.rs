@@ -53,3 +53,22 @@ fn the_snake_form_renames_fields_and_genai_keys_but_not_data() {
                "genaiValue": {"webSearchQueries": [{"renderedContent": "x"}]}})
     );
 }
+
+/// Data inside a genai value (header names, a request body) keeps its keys in both forms.
+#[test]
+fn data_inside_genai_values_keeps_its_keys() {
+    let sample = Sample {
+        field_name: 0,
+        free_map: Map::new(),
+        genai_value: Some(
+            json!({"httpOptions": {"headers": {"X-Api-Key": "k"}, "extraBody": {"reasoning_effort": "low"}}}),
+        ),
+    };
+    let snake = to_snake_value(&sample).unwrap();
+    assert_eq!(
+        snake["genai_value"],
+        json!({"http_options": {"headers": {"X-Api-Key": "k"}, "extra_body": {"reasoning_effort": "low"}}})
+    );
+    let back = opaque::deserialize(snake["genai_value"].clone()).unwrap();
+    assert_eq!(back, sample.genai_value);
+}

@@ -758,3 +758,31 @@ async fn parallel_calls_go_through_the_callbacks_in_adk_python_s_order() {
     assert_eq!(*seen.lock().unwrap(), theirs);
     check_events(&h2.events, &scenario["short_circuit_events"]);
 }
+
+/// Instructions that resolve to nothing join as adk-python joins them (checked against
+/// google-adk 2.13.0: `LlmAgent(global_instruction=G, instruction=I)`, the model's
+/// `config.system_instruction`).
+#[tokio::test]
+async fn empty_instructions_join_as_adk_python_joins_them() {
+    let cases = [
+        ("G", "{x?}", "G\n\n\n\nYou are an agent. Your internal name is \"a\"."),
+        ("{x?}", "Hi", "Hi\n\nYou are an agent. Your internal name is \"a\"."),
+        ("", "Hi", "Hi\n\nYou are an agent. Your internal name is \"a\"."),
+    ];
+    for (global, instruction, expected) in cases {
+        let llm = FakeLlm::new(vec![]);
+        let agent = LlmAgent::builder("a")
+            .model(llm.clone())
+            .global_instruction(global)
+            .instruction(instruction)
+            .build()
+            .unwrap();
+        let mut h = Harness::new(Arc::new(agent), json!({})).await;
+        h.turn(user("hi"), RunConfig::default()).await;
+        assert_eq!(
+            llm.requests()[0]["request"]["config"]["system_instruction"],
+            expected,
+            "{global:?} {instruction:?}"
+        );
+    }
+}

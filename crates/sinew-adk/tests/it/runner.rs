@@ -426,3 +426,169 @@ async fn agent_callbacks_answer_for_the_agent() {
     assert_eq!(allowed[0].actions.state_delta["checked"], true, "state-only callback changes ride on their own event");
     assert!(allowed[0].content.is_none());
 }
+
+async fn outcome(runner: &Runner, message: Content, config: RunConfig) -> (Vec<Event>, Option<String>) {
+    let mut events = Vec::new();
+    let mut stream = runner.run("u", "s", Some(message), None, config);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(error) => {
+                assert!(stream.next().await.is_none(), "an error is the last item");
+                return (events, Some(error.to_string()));
+            }
+        }
+    }
+    (events, None)
+}
+
+/// A transfer goes only where the agent may hand the conversation: a model naming another agent
+/// cannot get around `disallow_transfer_to_peers`, and an agent without targets has no
+/// `transfer_to_agent` to call.
+#[tokio::test]
+async fn transfers_are_checked_against_the_allowed_targets() {
+    let cases = [
+        ("ghost", "Transfer target agent 'ghost' not found."),
+        ("b", "Agent a is not allowed to transfer to agent b."),
+        ("a", "Agent 'a' cannot transfer to itself."),
+    ];
+    for (target, expected) in cases {
+        let llm = Arc::new(ScriptedLlm::new([
+            ScriptedAnswer::call("transfer_to_agent", json!({"agent_name": "a"})),
+            ScriptedAnswer::call("transfer_to_agent", json!({"agent_name": target})),
+        ]));
+        let a = LlmAgent::builder("a").model(llm.clone()).disallow_transfer_to_peers().build().unwrap();
+        let b = LlmAgent::builder("b").model(llm.clone()).build().unwrap();
+        let root =
+            LlmAgent::builder("root").model(llm.clone()).sub_agent(Arc::new(a)).sub_agent(Arc::new(b)).build().unwrap();
+        let runner = Runner::new("app", Arc::new(root), sessions_with("s").await).unwrap();
+        let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default()).await;
+        assert_eq!(error.as_deref(), Some(expected), "{target}");
+        assert!(events.iter().all(|e| e.author != "b"), "b never ran");
+    }
+
+    // A leaf that may go nowhere: the call is an unknown tool, answered to the model.
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::call("transfer_to_agent", json!({"agent_name": "anyone"})),
+        ScriptedAnswer::text("staying"),
+    ]));
+    let leaf = LlmAgent::builder("leaf").model(llm).build().unwrap();
+    let runner = Runner::new("app", Arc::new(leaf), sessions_with("s").await).unwrap();
+    let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default()).await;
+    assert_eq!(error, None);
+    let response = events[1].function_responses().next().unwrap();
+    let text = response.response.as_ref().unwrap()["error"].as_str().unwrap();
+    assert!(
+        text.starts_with("Invoking `transfer_to_agent()` failed as no tool with that name is available."),
+        "{text}"
+    );
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "staying");
+}
+
+/// The same approval sent twice runs the tool once.
+#[tokio::test]
+async fn an_approval_sent_twice_runs_the_tool_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::call("delete_file", json!({"path": "/tmp/x"})),
+        ScriptedAnswer::text("Deleted."),
+        ScriptedAnswer::text("Nothing more to do."),
+    ]));
+    let agent = LlmAgent::builder("files").model(llm).tool(Arc::new(delete_tool(runs.clone()))).build().unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await).unwrap();
+    let asked = collect(&runner, Content::user_text("delete /tmp/x"), RunConfig::default()).await;
+    let request = asked
+        .iter()
+        .flat_map(Event::function_calls)
+        .find(|c| c.name() == sinew_adk::REQUEST_CONFIRMATION)
+        .unwrap()
+        .clone();
+    collect(&runner, answer(&request, json!({"confirmed": true})), RunConfig::default()).await;
+    let again = collect(&runner, answer(&request, json!({"confirmed": true})), RunConfig::default()).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(again.iter().all(|e| e.function_responses().next().is_none()), "{again:#?}");
+}
+
+/// A call that fails next to calls that succeeded: their results are written, then the error
+/// event, and the run fails.
+#[tokio::test]
+async fn a_failing_call_keeps_its_siblings_results() {
+    let ok = FunctionTool::new("ok", "Works.", json!({"type": "object", "properties": {}}), |_, _| async {
+        Ok(json!({"fine": true}))
+    });
+    let broken = FunctionTool::new("broken", "Fails.", json!({"type": "object", "properties": {}}), |_, _| async {
+        Err(sinew_core::ToolError::Failed("disk on fire".into()))
+    });
+    let llm = Arc::new(ScriptedLlm::new([ScriptedAnswer::calls([
+        ("ok".to_owned(), json!({})),
+        ("broken".to_owned(), json!({})),
+    ])]));
+    let agent = LlmAgent::builder("tools").model(llm).tool(Arc::new(ok)).tool(Arc::new(broken)).build().unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default()).await;
+    assert_eq!(error.as_deref(), Some("tool `broken` failed: disk on fire"));
+    let names: Vec<&str> = events[1].function_responses().map(|r| r.name()).collect();
+    assert_eq!(names, ["ok"]);
+    assert_eq!(events[2].error_code.as_deref(), Some("ToolError"));
+    assert_eq!(events[2].error_message.as_deref(), Some("disk on fire"));
+    let stored = sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap();
+    assert_eq!(stored.events.len(), 4, "user, calls, the result that came, the error");
+}
+
+/// A model that fails, with nothing to answer for it: an error event, then the error. So does an
+/// instruction naming a state key that is not there.
+#[tokio::test]
+async fn model_and_instruction_failures_write_an_error_event() {
+    let cases: [(ScriptedAnswer, &str, &str, &str); 2] = [
+        (ScriptedAnswer::Error("overloaded".into()), "Fine.", "ModelError", "model: overloaded"),
+        (
+            ScriptedAnswer::text("unused"),
+            "Hello {missing}",
+            "KeyError",
+            "Context variable not found: `missing` in agent 'a'.",
+        ),
+    ];
+    for (answer, instruction, code, message) in cases {
+        let agent = LlmAgent::builder("a")
+            .model(Arc::new(ScriptedLlm::new([answer])))
+            .instruction(instruction)
+            .build()
+            .unwrap();
+        let sessions = sessions_with("s").await;
+        let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+        let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default()).await;
+        assert_eq!(error.as_deref(), Some(message), "{code}");
+        assert_eq!(events.last().unwrap().error_code.as_deref(), Some(code));
+        let stored = sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap();
+        assert_eq!(stored.events.last().unwrap().error_code.as_deref(), Some(code));
+    }
+}
+
+/// A model that fails right after a fragment: the fragment still comes out, then the error.
+#[tokio::test]
+async fn a_fragment_before_a_failure_is_not_lost() {
+    struct FragmentThenError;
+    impl Llm for FragmentThenError {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        fn generate_content(
+            &self,
+            _request: LlmRequest,
+            _stream: bool,
+        ) -> BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+            let mut fragment = LlmResponse::new(Content::model_text("Hel"));
+            fragment.partial = Some(true);
+            let error = sinew_adk::Error::Model(sinew_core::ProviderError::Protocol("cut".into()));
+            futures::stream::iter([Ok(fragment), Err(error)]).boxed()
+        }
+    }
+    let agent = LlmAgent::builder("a").model(Arc::new(FragmentThenError)).build().unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await).unwrap();
+    let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default().sse()).await;
+    assert!(events[0].is_partial(), "{events:#?}");
+    assert_eq!(events[0].content.as_ref().unwrap().text(), "Hel");
+    assert_eq!(events[1].error_code.as_deref(), Some("ModelError"));
+    assert_eq!(error.as_deref(), Some("model: protocol error: cut"));
+}
