@@ -46,7 +46,7 @@ fn built_events() -> Vec<Event> {
     usage.prompt_token_count = Some(10);
     usage.candidates_token_count = Some(5);
     usage.total_token_count = Some(15);
-    model.usage_metadata = Some(usage);
+    model.usage_metadata = Some(Box::new(usage));
     model.node_info = NodeInfo::at("root@1");
     model.long_running_tool_ids = Some(["adk-1".to_owned()].into());
     model.custom_metadata = Some(object(json!({"trace": {"camelKey": 1}})));

@@ -132,7 +132,7 @@ response_types! {
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "custom_metadata")]
     custom_metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "usage_metadata")]
-    usage_metadata: Option<UsageMetadata>,
+    usage_metadata: Option<Box<UsageMetadata>>,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "live_session_resumption_update")]
     live_session_resumption_update: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "live_session_id")]

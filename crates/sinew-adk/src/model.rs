@@ -381,7 +381,7 @@ fn to_response(message: AssistantMessage) -> LlmResponse {
     response.partial = Some(false);
     response.turn_complete = Some(true);
     response.finish_reason = Some(finish_reason(message.stop_reason).to_owned());
-    response.usage_metadata = Some(usage_metadata(&message.usage));
+    response.usage_metadata = Some(Box::new(usage_metadata(&message.usage)));
     response.model_version = Some(message.model).filter(|m| !m.is_empty());
     if message.stop_reason == StopReason::Error {
         response.error_code = Some("MODEL_ERROR".into());
