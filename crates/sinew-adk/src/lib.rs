@@ -1,9 +1,15 @@
-//! Google's Agent Development Kit (ADK) for sinew: ADK's data model, with JSON byte-compatible
-//! with adk-python 2.13.
+//! Google's Agent Development Kit (ADK) for sinew: ADK's data model, agents and runner, behaving
+//! as adk-python 2.13 does.
 //!
-//! Everything here reads what adk-python writes and writes what it reads: events and sessions in
-//! the REST API's camelCase form (plain `serde`), and in the session stores' snake_case form
-//! ([`to_snake_value`]). adk-python's own pydantic models validate our output in CI.
+//! - The data model reads what adk-python writes and writes what it reads: events and sessions in
+//!   the REST API's camelCase form (plain `serde`), and in the session stores' snake_case form
+//!   ([`to_snake_value`]). adk-python's own pydantic models validate our output in CI.
+//! - [`LlmAgent`], [`SequentialAgent`], [`ParallelAgent`], [`LoopAgent`] and custom [`Agent`]s,
+//!   with ADK's callbacks and [`Plugin`]s; tools through the [`Tool`] trait ([`FunctionTool`], and
+//!   any sinew tool through [`ToolAdapter`]); models through the [`Llm`] trait ([`ModelAdapter`]
+//!   over any sinew provider).
+//! - The [`Runner`] streams an invocation's events over a [`SessionService`]; the model requests
+//!   it sends are adk-python's, checked against recordings of google-adk itself.
 //!
 //! ```
 //! use sinew_adk::{Content, Event, to_snake_value};
