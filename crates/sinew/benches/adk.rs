@@ -3,13 +3,15 @@
 //!
 //! ```text
 //! cargo xtask bench adk [--api openai|anthropic] [--workload seq|conc] [--turns N] [--tools K]
-//!                       [--tokens T] [--agents A] [--base-url URL]
+//!                       [--tokens T] [--agents A] [--base-url URL] [--streaming sse|none]
 //! ```
 //!
 //! The same turns as `bench e2e` (a prompt, K parallel `echo` calls, T streamed tokens), run by an
 //! ADK `LlmAgent` whose model is a `ModelAdapter` over the provider and whose tool is the `echo`
 //! agent tool through `ToolAdapter`. Every turn is a new session in one `InMemorySessionService`
-//! (a fresh conversation per turn, as the peers were measured), streamed in SSE mode. The last
+//! (a fresh conversation per turn, as the peers were measured), in SSE mode by default (every
+//! streamed token is an event the caller receives; `--streaming none` gives one event per model
+//! answer). The last
 //! line is `RESULT {json}`; the exit status is non-zero when a tool call or a final text is missing.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -51,7 +53,8 @@ async fn run_agent(
             fail(&error.to_string());
         }
         let prompt = Content::user_text(format!("tools={} tokens={} turn={turn}", options.tools, options.tokens));
-        let mut events = runner.run("u", &session, Some(prompt), None, RunConfig::default().sse());
+        let config = if options.streaming == "none" { RunConfig::default() } else { RunConfig::default().sse() };
+        let mut events = runner.run("u", &session, Some(prompt), None, config);
         let mut last = None;
         while let Some(event) = events.next().await {
             match event {

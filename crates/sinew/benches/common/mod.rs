@@ -22,6 +22,8 @@ pub(crate) struct Options {
     pub(crate) tokens: usize,
     pub(crate) agents: usize,
     pub(crate) base_url: Option<String>,
+    /// `bench adk` only: `sse` (fragments as events) or `none`.
+    pub(crate) streaming: String,
 }
 
 pub(crate) fn options() -> Options {
@@ -33,6 +35,7 @@ pub(crate) fn options() -> Options {
         tokens: 200,
         agents: 100,
         base_url: None,
+        streaming: "sse".into(),
     };
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mut i = 0;
@@ -47,6 +50,7 @@ pub(crate) fn options() -> Options {
             "--tokens" => o.tokens = number(),
             "--agents" => o.agents = number(),
             "--base-url" => o.base_url = Some(value.clone()),
+            "--streaming" => o.streaming = value.clone(),
             other => fail(&format!("unknown option {other}")),
         }
         i += 2;
@@ -54,8 +58,11 @@ pub(crate) fn options() -> Options {
     if o.turns == 0 {
         o.turns = if o.workload == "conc" { 5 } else { 200 };
     }
-    if !matches!(o.api.as_str(), "openai" | "anthropic") || !matches!(o.workload.as_str(), "seq" | "conc") {
-        fail("--api is openai or anthropic, --workload is seq or conc");
+    if !matches!(o.api.as_str(), "openai" | "anthropic")
+        || !matches!(o.workload.as_str(), "seq" | "conc")
+        || !matches!(o.streaming.as_str(), "sse" | "none")
+    {
+        fail("--api is openai or anthropic, --workload is seq or conc, --streaming is sse or none");
     }
     o
 }
@@ -179,7 +186,7 @@ where
         turns * options.tools
     );
     let result = json!({
-        "api": options.api, "workload": options.workload, "agents": agents, "turns": turns,
+        "api": options.api, "workload": options.workload, "streaming": options.streaming, "agents": agents, "turns": turns,
         "tool_calls_executed": tool_calls, "final_texts": final_texts,
         "workload_cpu_s": (cpu * 1000.0).round() / 1000.0, "workload_wall_s": (wall * 1000.0).round() / 1000.0,
         "peak_rss_kb": rss, "ok": ok,
