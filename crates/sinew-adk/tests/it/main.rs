@@ -1,5 +1,6 @@
 //! sinew-adk's integration tests.
 
+mod conformance;
 mod flows;
 mod model;
 mod runner;
