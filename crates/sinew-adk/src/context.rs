@@ -45,6 +45,8 @@ pub struct RunConfig {
     pub custom_metadata: Option<Map<String, Value>>,
     /// Show the model other agents' thoughts too.
     pub include_thoughts_from_other_agents: bool,
+    /// Labels added to every model request of the run (`config.labels`), for billing and tracing.
+    pub labels: Option<Map<String, Value>>,
 }
 
 impl Default for RunConfig {
@@ -55,6 +57,7 @@ impl Default for RunConfig {
             pause_on_tool_calls: false,
             custom_metadata: None,
             include_thoughts_from_other_agents: false,
+            labels: None,
         }
     }
 }
@@ -78,6 +81,13 @@ impl RunConfig {
     #[must_use]
     pub fn with_custom_metadata(mut self, metadata: Map<String, Value>) -> Self {
         self.custom_metadata = Some(metadata);
+        self
+    }
+
+    /// With `labels` on every model request.
+    #[must_use]
+    pub fn with_labels(mut self, labels: Map<String, Value>) -> Self {
+        self.labels = Some(labels);
         self
     }
 

@@ -14,7 +14,7 @@ use crate::context::{CallbackContext, InvocationContext, StreamingMode, ToolCont
 use crate::error::{Error, Result};
 use crate::event::{Event, EventActions, LlmResponse, ToolConfirmation};
 use crate::genai::{Content, FunctionCall, FunctionResponse, MODEL, Part, USER};
-use crate::llm_agent::{LlmAgent, TransferToAgent};
+use crate::llm_agent::{LlmAgent, SET_MODEL_RESPONSE, TransferToAgent};
 use crate::tool::{Tool, response_object};
 
 /// The function the framework calls to ask the user for a confirmation.
@@ -321,6 +321,15 @@ impl LlmAgent {
             self.transfer(ctx, &target).await?;
             return Ok(Step { last, transferred: true });
         }
+        // A structured answer given through `set_model_response` is the agent's final answer, as
+        // a model turn holding the JSON (Python's `json.dumps`).
+        let answered = event.function_calls().find(|c| c.name() == SET_MODEL_RESPONSE).and_then(|c| c.args.clone());
+        if let Some(answer) = answered.filter(|_| self.output_schema.is_some()) {
+            let mut final_answer = ctx.new_event();
+            final_answer.content = Some(Content::model_text(crate::pyrepr::json_dumps(&Value::Object(answer))));
+            let stored = self.emit(ctx, final_answer, output).await?;
+            return Ok(Step { last: Some(stored), transferred: false });
+        }
         // The responses end the turn when they are final; the model is called again otherwise.
         Ok(Step { last, transferred: false })
     }
@@ -375,6 +384,12 @@ impl LlmAgent {
             let part = Part::function_response(FunctionResponse::new(call.id.clone(), call.name(), response));
             (Some(part), tool_ctx.take_actions())
         };
+        if call.name() == SET_MODEL_RESPONSE && self.output_schema.is_some() && !self.tools.is_empty() {
+            // The answer is the arguments; the structured answer is written after the responses.
+            let answer = Value::Object(args.clone());
+            tool_ctx.update_actions(|a| a.set_model_response = Some(answer));
+            return Ok(respond(args, &tool_ctx));
+        }
         if call.name() == TransferToAgent::NAME && !self.transfer_targets(ctx.root_agent()).is_empty() {
             let response = TransferToAgent::run(&args, &tool_ctx);
             return Ok(respond(response, &tool_ctx));
@@ -666,6 +681,9 @@ pub(crate) fn merge_actions(into: &mut EventActions, from: EventActions) {
     into.compaction = from.compaction.or(into.compaction.take());
     into.agent_state = from.agent_state.or(into.agent_state.take());
     into.rewind_before_invocation_id = from.rewind_before_invocation_id.or(into.rewind_before_invocation_id.take());
+    into.route = from.route.or(into.route.take());
+    into.render_ui_widgets = from.render_ui_widgets.or(into.render_ui_widgets.take());
+    into.set_model_response = from.set_model_response.or(into.set_model_response.take());
 }
 
 /// The stand-in an unknown tool's error callbacks see.

@@ -249,9 +249,29 @@ impl LlmAgent {
             live_connect_config: Some(json!({"inputAudioTranscription": {}, "outputAudioTranscription": {}})),
             ..LlmRequest::default()
         };
-        if let Some(schema) = &self.output_schema
-            && self.tools.is_empty()
-        {
+        // A live session reads its own config: ADK copies the sampling settings there.
+        let sampling = &self.generate_content_config;
+        if let Some(Value::Object(live)) = request.live_connect_config.as_mut() {
+            let copied = [
+                ("temperature", sampling.temperature.map(Value::from)),
+                ("topP", sampling.top_p.map(Value::from)),
+                ("topK", sampling.top_k.map(Value::from)),
+                ("maxOutputTokens", sampling.max_output_tokens.map(Value::from)),
+                ("seed", sampling.seed.map(Value::from)),
+                ("mediaResolution", sampling.media_resolution.clone().map(Value::from)),
+            ];
+            for (key, value) in copied {
+                if let Some(value) = value {
+                    live.insert(key.to_owned(), value);
+                }
+            }
+        }
+        if let Some(labels) = &ctx.run_config().labels {
+            request.config.labels.get_or_insert_with(Map::new).extend(labels.clone());
+        }
+        let set_model_response =
+            self.output_schema.is_some() && !self.tools.is_empty() && !model.supports_output_schema_with_tools();
+        if let Some(schema) = self.output_schema.as_ref().filter(|_| !set_model_response) {
             request.config.response_json_schema = Some(schema.clone());
             request.config.response_mime_type = Some("application/json".into());
         }
@@ -278,6 +298,9 @@ impl LlmAgent {
             identity.push_str(&format!(" The description about you is \"{}\".", self.description));
         }
         append(&identity);
+        if set_model_response {
+            append(SET_MODEL_RESPONSE_INSTRUCTION);
+        }
         let targets = self.transfer_targets(ctx.root_agent());
         if !targets.is_empty() {
             append(&self.transfer_instruction(ctx.root_agent(), &targets));
@@ -297,6 +320,9 @@ impl LlmAgent {
         );
 
         let mut declarations: Vec<FunctionDeclaration> = Vec::new();
+        if let Some(schema) = self.output_schema.as_ref().filter(|_| set_model_response) {
+            declarations.push(set_model_response_declaration(schema));
+        }
         if !targets.is_empty() {
             declarations.push(TransferToAgent::declaration(&targets));
         }
@@ -446,7 +472,8 @@ impl LlmAgentBuilder {
     }
 
     /// Asks the model for JSON matching this schema; with `output_key`, the parsed value is saved.
-    /// An agent with an output schema has no tools (`build` refuses both).
+    /// With tools too, on a model that cannot take both in one request, the agent answers through
+    /// ADK's `set_model_response` tool.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.agent.output_schema = Some(schema);
         self
@@ -538,14 +565,26 @@ impl LlmAgentBuilder {
             return Err(Error::InvalidAgent("Response schema must be set via LlmAgent.output_schema, not via generate_content_config.response_schema. Move your schema to LlmAgent(output_schema=...).".into()));
         }
         sinew_core::check_tool_names(self.agent.tools.iter().map(|t| t.name())).map_err(Error::InvalidAgent)?;
-        if self.agent.output_schema.is_some() && !self.agent.tools.is_empty() {
-            return Err(Error::InvalidAgent(format!(
-                "agent `{}`: an output schema together with tools is not supported yet (ADK's set_model_response tool)",
-                self.agent.name
-            )));
-        }
         Ok(self.agent)
     }
+}
+
+/// The function an agent with an output schema and tools answers through, on models that cannot
+/// take both in one request (ADK's `SetModelResponseTool`).
+pub(crate) const SET_MODEL_RESPONSE: &str = "set_model_response";
+
+const SET_MODEL_RESPONSE_INSTRUCTION: &str = "IMPORTANT: You have access to other tools, but you must provide your final response using the set_model_response tool with the required structured format. After using any other tools needed to complete the task, always call set_model_response with your final answer in the specified schema format.";
+
+fn set_model_response_declaration(schema: &Value) -> FunctionDeclaration {
+    let mut parameters = schema.clone();
+    if let Value::Object(map) = &mut parameters {
+        map.insert("title".into(), Value::String(format!("{SET_MODEL_RESPONSE}Params")));
+    }
+    FunctionDeclaration::new(
+        SET_MODEL_RESPONSE,
+        "Set your final response using the required output schema.\n\nUse this tool to provide your final structured answer instead\nof outputting text directly.",
+        Some(parameters),
+    )
 }
 
 /// ADK's `transfer_to_agent` tool.

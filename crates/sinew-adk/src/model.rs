@@ -39,6 +39,12 @@ pub trait Llm: Send + Sync {
     fn preserves_function_call_ids(&self) -> bool {
         false
     }
+
+    /// Whether the model takes a response schema and tools in one request. Without it, an agent
+    /// with both asks for its structured answer through ADK's `set_model_response` tool.
+    fn supports_output_schema_with_tools(&self) -> bool {
+        false
+    }
 }
 
 impl<L: Llm + ?Sized> Llm for Arc<L> {
@@ -52,6 +58,10 @@ impl<L: Llm + ?Sized> Llm for Arc<L> {
 
     fn preserves_function_call_ids(&self) -> bool {
         (**self).preserves_function_call_ids()
+    }
+
+    fn supports_output_schema_with_tools(&self) -> bool {
+        (**self).supports_output_schema_with_tools()
     }
 }
 

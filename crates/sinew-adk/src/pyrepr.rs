@@ -12,6 +12,55 @@ pub(crate) fn repr(value: &Value) -> String {
     out
 }
 
+/// `json.dumps(value, ensure_ascii=False)` as Python writes it: `", "` and `": "` between items,
+/// floats as Python prints them.
+pub(crate) fn json_dumps(value: &Value) -> String {
+    let mut out = String::new();
+    write_json(&mut out, value);
+    out
+}
+
+fn write_json(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match n.as_f64().filter(|_| !(n.is_i64() || n.is_u64())) {
+            Some(f) if f.is_nan() => out.push_str("NaN"),
+            Some(f) if f.is_infinite() => out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" }),
+            Some(f) => write_float(out, f),
+            None => {
+                let _ = write!(out, "{n}");
+            }
+        },
+        Value::String(s) => {
+            // serde_json escapes as json.dumps(ensure_ascii=False) does.
+            out.push_str(&serde_json::to_string(s).unwrap_or_default());
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&serde_json::to_string(key).unwrap_or_default());
+                out.push_str(": ");
+                write_json(out, value);
+            }
+            out.push('}');
+        }
+    }
+}
+
 /// `str(dict(sorted(map.items())))`: the keys sorted at the top level only.
 pub(crate) fn repr_sorted(map: &serde_json::Map<String, Value>) -> String {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();

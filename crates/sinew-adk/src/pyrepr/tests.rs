@@ -33,3 +33,13 @@ fn call_arguments_are_sorted_at_the_top_level_only() {
     let args = json!({"b": {"a": 2, "z": 1}, "a": 1});
     assert_eq!(repr_sorted(args.as_object().unwrap()), "{'a': 1, 'b': {'a': 2, 'z': 1}}");
 }
+
+/// What CPython 3.11 prints for `json.dumps(value, ensure_ascii=False)`.
+#[test]
+fn json_dumps_writes_as_python_writes() {
+    let value = json!({"answer": "cold", "confidence": 0.9, "l": [1, true, null], "n": 1e16, "s": "é\n\"\u{1}"});
+    assert_eq!(
+        json_dumps(&value),
+        r#"{"answer": "cold", "confidence": 0.9, "l": [1, true, null], "n": 1e+16, "s": "é\n\"\u0001"}"#
+    );
+}

@@ -806,3 +806,47 @@ async fn empty_instructions_join_as_adk_python_joins_them() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_output_schema_with_tools_answers_through_set_model_response() {
+    let scenario = recorded("transfer_tools_schema");
+    let with_id = LlmResponse::new(Content::new(
+        "model",
+        vec![Part::function_call(FunctionCall::new(
+            Some("call_model_1".into()),
+            "get_weather",
+            json!({"city": "Oslo"}).as_object().cloned().unwrap(),
+        ))],
+    ));
+    let llm = FakeLlm::new(vec![(
+        "root2",
+        vec![vec![with_id], vec![call("set_model_response", json!({"answer": "cold", "confidence": 0.9}))]],
+    )]);
+    let helper = LlmAgent::builder("helper").model(llm.clone()).description("Helps.").build().unwrap();
+    let mut config = sinew_adk::GenerateContentConfig::default();
+    config.temperature = Some(0.2);
+    config.max_output_tokens = Some(100);
+    let schema = json!({
+        "properties": {"answer": {"title": "Answer", "type": "string"},
+                       "confidence": {"default": 0.5, "title": "Confidence", "type": "number"}},
+        "required": ["answer"], "title": "Answer", "type": "object"
+    });
+    let root = LlmAgent::builder("root2")
+        .model(llm.clone())
+        .instruction("Answer in schema.")
+        .tool(get_weather(&scenario))
+        .output_schema(schema)
+        .output_key("ans")
+        .generate_content_config(config)
+        .sub_agent(Arc::new(helper))
+        .build()
+        .unwrap();
+    let mut h = Harness::new(Arc::new(root), json!({})).await;
+    let run_config = RunConfig::default()
+        .with_labels(json!({"team": "x"}).as_object().cloned().unwrap())
+        .with_custom_metadata(json!({"trace": "t1"}).as_object().cloned().unwrap());
+    h.turn(user("weather?"), run_config).await;
+    check_requests(&llm, &scenario);
+    check_events(&h.events, &scenario["events"]);
+    assert_eq!(Value::Object(h.state().await), scenario["final_state"]);
+}
