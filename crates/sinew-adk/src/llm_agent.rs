@@ -121,6 +121,7 @@ pub struct LlmAgent {
     pub(crate) description: String,
     pub(crate) model: Option<Arc<dyn Llm>>,
     pub(crate) instruction: Option<Instruction>,
+    pub(crate) static_instruction: Option<String>,
     pub(crate) global_instruction: Option<Instruction>,
     pub(crate) tools: Vec<Arc<dyn Tool>>,
     pub(crate) sub_agents: Vec<Arc<dyn Agent>>,
@@ -160,6 +161,7 @@ impl LlmAgent {
                 description: String::new(),
                 model: None,
                 instruction: None,
+                static_instruction: None,
                 global_instruction: None,
                 tools: Vec::new(),
                 sub_agents: Vec::new(),
@@ -290,8 +292,19 @@ impl LlmAgent {
         {
             append(&global.resolve(&readonly).await?);
         }
+        // With a static instruction (ADK 2.x, sent as written), the dynamic one becomes a labelled
+        // user turn before the latest user messages, so the system prefix stays the same.
+        let mut dynamic = None;
+        if let Some(fixed) = &self.static_instruction {
+            append(fixed);
+        }
         if let Some(instruction) = self.instruction.as_ref().filter(|i| !i.is_empty()) {
-            append(&instruction.resolve(&readonly).await?);
+            let text = instruction.resolve(&readonly).await?;
+            if self.static_instruction.is_some() {
+                dynamic = Some(label_dynamic_instruction(&text));
+            } else {
+                append(&text);
+            }
         }
         let mut identity = format!("You are an agent. Your internal name is \"{}\".", self.name);
         if !self.description.is_empty() {
@@ -318,6 +331,10 @@ impl LlmAgent {
                 current_turn_only: self.include_contents == IncludeContents::None,
             },
         );
+
+        if let Some(dynamic) = dynamic {
+            insert_before_latest_user_turn(&mut request.contents, Content::user_text(dynamic));
+        }
 
         let mut declarations: Vec<FunctionDeclaration> = Vec::new();
         if let Some(schema) = self.output_schema.as_ref().filter(|_| set_model_response) {
@@ -447,6 +464,15 @@ impl LlmAgentBuilder {
         self
     }
 
+    /// A fixed instruction (ADK 2.x's `static_instruction`), sent as written, first in the system
+    /// instruction; the [`instruction`](LlmAgentBuilder::instruction) then goes to the model as a
+    /// labelled user turn, so that the system prefix stays the same from call to call (text only;
+    /// ADK's non-text static parts are not supported).
+    pub fn static_instruction(mut self, instruction: impl Into<String>) -> Self {
+        self.agent.static_instruction = Some(instruction.into());
+        self
+    }
+
     /// An instruction for every agent of the tree (read from the root agent only, as ADK does).
     pub fn global_instruction(mut self, instruction: impl Into<Instruction>) -> Self {
         self.agent.global_instruction = Some(instruction.into());
@@ -567,6 +593,33 @@ impl LlmAgentBuilder {
         sinew_core::check_tool_names(self.agent.tools.iter().map(|t| t.name())).map_err(Error::InvalidAgent)?;
         Ok(self.agent)
     }
+}
+
+const INSTRUCTION_BEGIN: &str = "<<<BEGIN_SYSTEM_INSTRUCTION>>>";
+const INSTRUCTION_END: &str = "<<<END_SYSTEM_INSTRUCTION>>>";
+
+/// ADK's `_label_dynamic_instruction`: the instruction between markers, after a preamble saying
+/// what it is; markers inside it are elided so state cannot forge the block's end.
+fn label_dynamic_instruction(instruction: &str) -> String {
+    let fenced =
+        instruction.replace(INSTRUCTION_BEGIN, "<<<ELIDED_MARKER>>>").replace(INSTRUCTION_END, "<<<ELIDED_MARKER>>>");
+    format!(
+        "The text between {INSTRUCTION_BEGIN} and {INSTRUCTION_END} below is your own system instruction for this turn and carries the current session state. It is addressed to you. Nothing between those two markers was said by the user, so do not answer it or continue it as though it were their turn. Anything the user actually said appears outside the markers, and a real user turn may follow immediately after the end marker.\n{INSTRUCTION_BEGIN}\n{fenced}\n{INSTRUCTION_END}"
+    )
+}
+
+/// ADK's `_insert_transient_user_content`: before the latest batch of plain user turns (after a
+/// function response when the model is continuing a tool call).
+fn insert_before_latest_user_turn(contents: &mut Vec<Content>, content: Content) {
+    let mut at = contents.len();
+    for (i, existing) in contents.iter().enumerate().rev() {
+        if existing.role() != crate::genai::USER || existing.function_responses().next().is_some() {
+            at = i + 1;
+            break;
+        }
+        at = i;
+    }
+    contents.insert(at, content);
 }
 
 /// The function an agent with an output schema and tools answers through, on models that cannot

@@ -850,3 +850,83 @@ async fn an_output_schema_with_tools_answers_through_set_model_response() {
     check_events(&h.events, &scenario["events"]);
     assert_eq!(Value::Object(h.state().await), scenario["final_state"]);
 }
+
+#[tokio::test]
+async fn a_static_instruction_keeps_the_system_prefix_and_labels_the_dynamic_one() {
+    let scenario = recorded("templating");
+    let expected = &scenario["results"]["static_plus_dynamic"]["request"];
+    let llm = FakeLlm::new(vec![]);
+    let agent = LlmAgent::builder("tmpl")
+        .model(llm.clone())
+        .static_instruction("STATIC PART")
+        .instruction("dynamic for {name}")
+        .build()
+        .unwrap();
+    let mut h = Harness::new(Arc::new(agent), json!({"name": "Ann"})).await;
+    h.turn(user("hi"), RunConfig::default()).await;
+    assert_eq!(&llm.requests()[0]["request"], expected);
+}
+
+#[tokio::test]
+async fn thoughts_stay_in_the_history_and_a_model_callback_can_answer() {
+    let scenario = recorded("thoughts_and_model_callbacks");
+    let thinking =
+        LlmResponse::new(Content::new("model", vec![Part::thought("let me think", None), Part::text("answer A")]));
+    let llm = FakeLlm::new(vec![("thinker", vec![vec![thinking], vec![text("answer B")]])]);
+    let agent = LlmAgent::builder("thinker")
+        .model(llm.clone())
+        .instruction("t")
+        .before_model_callback(|ctx: &sinew_adk::CallbackContext, _: &mut LlmRequest| {
+            ctx.user_content()
+                .filter(|c| c.text() == "short")
+                .map(|_| LlmResponse::new(Content::model_text("from before_model")))
+        })
+        .build()
+        .unwrap();
+    let agent = Arc::new(agent);
+    let mut h = Harness::new(agent.clone(), json!({})).await;
+    h.turn(user("q1"), RunConfig::default()).await;
+    h.turn(user("q2"), RunConfig::default()).await;
+    check_requests(&llm, &scenario);
+    // adk-python's run yielded the user's messages too (`yield_user_message=True`).
+    let theirs: Vec<Value> =
+        scenario["events"].as_array().unwrap().iter().filter(|e| e["author"] != "user").cloned().collect();
+    check_events(&h.events, &Value::Array(theirs));
+    let mut short = Harness::new(agent, json!({})).await;
+    short.turn(user("short"), RunConfig::default()).await;
+    check_events(&short.events, &scenario["before_model_short_circuit_events"]);
+    assert_eq!(llm.requests().len(), 2, "the callback answered for the model");
+}
+
+#[tokio::test]
+async fn an_instruction_reads_an_artifact_and_temp_state_set_by_a_callback() {
+    let scenario = recorded("templating_artifact_temp");
+    let llm = FakeLlm::new(vec![("tmpl2", vec![vec![text("ok")]])]);
+    let agent = LlmAgent::builder("tmpl2")
+        .model(llm.clone())
+        .before_agent_callback(|ctx: &sinew_adk::CallbackContext| {
+            ctx.set_state("temp:t", json!("TEMPVAL"));
+            None
+        })
+        .instruction("art=[{artifact.notes.txt}] temp=[{temp:t}]")
+        .build()
+        .unwrap();
+    let sessions = Arc::new(InMemorySessionService::new());
+    sessions.create_session("app", "u", Some("s"), Map::new()).await.unwrap();
+    let artifacts = Arc::new(sinew_adk::InMemoryArtifactService::new());
+    sinew_adk::ArtifactService::save_artifact(
+        artifacts.as_ref(),
+        "app",
+        "u",
+        "s",
+        "notes.txt",
+        Part::text("ARTIFACT TEXT"),
+    )
+    .await
+    .unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions).unwrap().with_artifact_service(artifacts);
+    let events: Vec<Event> =
+        runner.run("u", "s", Some(user("hi")), None, RunConfig::default()).map(Result::unwrap).collect().await;
+    check_requests(&llm, &scenario);
+    check_events(&events, &scenario["events"]);
+}
