@@ -50,7 +50,7 @@ fn built_events() -> Vec<Event> {
     model.node_info = NodeInfo::at("root@1");
     model.long_running_tool_ids = Some(["adk-1".to_owned()].into());
     model.custom_metadata = Some(object(json!({"trace": {"camelKey": 1}})));
-    model.grounding_metadata = Some(json!({"webSearchQueries": ["weather paris"]}));
+    model.grounding_metadata = Some(Box::new(json!({"webSearchQueries": ["weather paris"]})));
 
     let mut tool = Event::from_response(
         "e-1",
@@ -76,7 +76,7 @@ fn built_events() -> Vec<Event> {
     actions.end_of_agent = Some(true);
     actions.agent_state = Some(object(json!({"step": 2})));
     actions.rewind_before_invocation_id = Some("e-0".into());
-    tool.actions = actions;
+    tool.actions = Box::new(actions);
     tool.branch = Some("root.child".into());
 
     vec![Event::user("e-1", Content::user_text("what is the weather")), model, tool]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::genai::{Content, FunctionCall, FunctionResponse, UsageMetadata};
-use crate::json::opaque;
+use crate::json::{opaque, opaque_boxed};
 
 /// Seconds since the epoch as a float, ADK's timestamp.
 pub fn now_seconds() -> f64 {
@@ -53,7 +53,7 @@ macro_rules! response_types {
             #[serde(default)]
             pub author: String,
             #[serde(default)]
-            pub actions: EventActions,
+            pub actions: Box<EventActions>,
             /// A workflow node's output (ADK 2.x).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub output: Option<Value>,
@@ -86,7 +86,7 @@ macro_rules! response_types {
                     $( $field: response.$field, )*
                     invocation_id: invocation_id.into(),
                     author: author.into(),
-                    actions: EventActions::default(),
+                    actions: Box::default(),
                     output: None,
                     node_info: NodeInfo::default(),
                     long_running_tool_ids: None,
@@ -110,8 +110,8 @@ response_types! {
     model_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     content: Option<Content>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "grounding_metadata")]
-    grounding_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "grounding_metadata")]
+    grounding_metadata: Option<Box<Value>>,
     /// A streaming fragment: shown, never stored, never acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     partial: Option<bool>,
@@ -133,26 +133,26 @@ response_types! {
     custom_metadata: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "usage_metadata")]
     usage_metadata: Option<Box<UsageMetadata>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "live_session_resumption_update")]
-    live_session_resumption_update: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "live_session_resumption_update")]
+    live_session_resumption_update: Option<Box<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "live_session_id")]
     live_session_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "go_away")]
-    go_away: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "voice_activity")]
-    voice_activity: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "input_transcription")]
-    input_transcription: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "output_transcription")]
-    output_transcription: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "go_away")]
+    go_away: Option<Box<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "voice_activity")]
+    voice_activity: Option<Box<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "input_transcription")]
+    input_transcription: Option<Box<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "output_transcription")]
+    output_transcription: Option<Box<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "avg_logprobs")]
     avg_logprobs: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "logprobs_result")]
-    logprobs_result: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "cache_metadata")]
-    cache_metadata: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "citation_metadata")]
-    citation_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "logprobs_result")]
+    logprobs_result: Option<Box<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "cache_metadata")]
+    cache_metadata: Option<Box<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "citation_metadata")]
+    citation_metadata: Option<Box<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "interaction_id")]
     interaction_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "environment_id")]

@@ -152,7 +152,7 @@ impl LlmAgent {
             if !event.is_partial() {
                 let mut merged = actions.take().unwrap_or_default();
                 merge_actions(&mut merged, callback.take_actions());
-                event.actions = merged;
+                event.actions = Box::new(merged);
             }
             if event.is_partial() {
                 ctx.emit_fragment(event).await?;
@@ -281,7 +281,7 @@ impl LlmAgent {
             if !parts.is_empty() {
                 let mut done = ctx.new_event();
                 done.content = Some(Content::new(USER, parts));
-                done.actions = actions;
+                done.actions = Box::new(actions);
                 self.emit(ctx, done, output).await?;
             }
             return Err(self.fail(ctx, error).await);
@@ -292,7 +292,7 @@ impl LlmAgent {
         let mut responses = ctx.new_event();
         responses.content = Some(Content::new(USER, parts));
         let confirmations = actions.requested_tool_confirmations.clone();
-        responses.actions = actions;
+        responses.actions = Box::new(actions);
         let mut written = Vec::new();
         if confirmations.is_empty() {
             written.push(responses);
@@ -585,7 +585,7 @@ impl LlmAgent {
         }
         let mut event = ctx.new_event();
         event.content = Some(Content::new(USER, parts));
-        event.actions = actions;
+        event.actions = Box::new(actions);
         Ok(Some(event))
     }
 }

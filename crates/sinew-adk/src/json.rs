@@ -113,6 +113,23 @@ pub(crate) mod opaque {
     }
 }
 
+/// [`opaque`] for a boxed value: the response fields that are almost always absent stay one
+/// pointer wide.
+pub(crate) mod opaque_boxed {
+    use super::*;
+
+    pub(crate) fn serialize<S: Serializer>(value: &Option<Box<Value>>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(v) => serializer.serialize_newtype_struct(GENAI, v.as_ref()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Box<Value>>, D::Error> {
+        Ok(opaque::deserialize(deserializer)?.map(Box::new))
+    }
+}
+
 /// URL-safe base64 with padding out; the standard and URL-safe alphabets, padded or not, in —
 /// pydantic's `ser_json_bytes='base64'` / `val_json_bytes='base64'`.
 pub(crate) mod base64_bytes {
