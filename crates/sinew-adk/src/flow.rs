@@ -134,7 +134,10 @@ impl LlmAgent {
         let mut last = None;
         let mut ended_on_fragment = false;
         while let Some(item) = responses.next().await {
+            // Without callbacks a response goes straight on: this runs once per streamed token.
+            let callbacks = !self.after_model.is_empty() || !ctx.invocation.plugins.is_empty();
             let response = match item {
+                Ok(response) if !callbacks => response,
                 Ok(response) => self.after_model(&callback, response).await,
                 Err(error) => match self.on_model_error(&callback, &request, &error).await {
                     Some(response) => response,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use futures::StreamExt as _;
-use futures::stream::{self, BoxStream};
+use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use sinew_core::{
     AssistantMessage, CancellationToken, Content as Block, Message, StopReason, StreamEvent, StreamProvider,
@@ -125,39 +125,7 @@ impl Llm for ModelAdapter {
         call.thinking_level = thinking_level(request.config.thinking_config.as_ref());
         let cancel = CancellationToken::new();
         let events = self.provider.stream(&call, cancel.clone());
-        let state = Adapting { events, stream, done: false, _cancel: cancel.drop_guard() };
-        stream::unfold(state, |mut state| async move {
-            if state.done {
-                return None;
-            }
-            loop {
-                let item = match state.events.next().await {
-                    Some(StreamEvent::Delta(delta)) if state.stream => match fragment(delta) {
-                        Some(part) => {
-                            Ok(LlmResponse { partial: Some(true), ..LlmResponse::new(Content::new(MODEL, vec![part])) })
-                        }
-                        None => continue,
-                    },
-                    Some(StreamEvent::Done(message)) => {
-                        state.done = true;
-                        Ok(to_response(message))
-                    }
-                    Some(StreamEvent::Error { error, .. }) => {
-                        state.done = true;
-                        Err(Error::Model(error))
-                    }
-                    Some(_) => continue,
-                    None => {
-                        state.done = true;
-                        Err(Error::Model(sinew_core::ProviderError::Protocol(
-                            "the provider's stream ended without a final message".into(),
-                        )))
-                    }
-                };
-                return Some((item, state));
-            }
-        })
-        .boxed()
+        Adapting { events, stream, done: false, _cancel: cancel.drop_guard() }.boxed()
     }
 }
 
@@ -167,6 +135,52 @@ struct Adapting {
     done: bool,
     /// Cancels the provider's request when the caller drops the stream.
     _cancel: tokio_util::sync::DropGuard,
+}
+
+/// The provider's events as responses, mapped as they come (a hand-written stream: it runs once
+/// per streamed token, and moves nothing but the response).
+impl futures::Stream for Adapting {
+    type Item = Result<LlmResponse>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        loop {
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let event = match self.events.poll_next_unpin(cx) {
+                Poll::Ready(event) => event,
+                Poll::Pending => return Poll::Pending,
+            };
+            let item = match event {
+                Some(StreamEvent::Delta(delta)) if self.stream => match fragment(delta) {
+                    Some(part) => {
+                        Ok(LlmResponse { partial: Some(true), ..LlmResponse::new(Content::new(MODEL, vec![part])) })
+                    }
+                    None => continue,
+                },
+                Some(StreamEvent::Done(message)) => {
+                    self.done = true;
+                    Ok(to_response(message))
+                }
+                Some(StreamEvent::Error { error, .. }) => {
+                    self.done = true;
+                    Err(Error::Model(error))
+                }
+                Some(_) => continue,
+                None => {
+                    self.done = true;
+                    Err(Error::Model(sinew_core::ProviderError::Protocol(
+                        "the provider's stream ended without a final message".into(),
+                    )))
+                }
+            };
+            return Poll::Ready(Some(item));
+        }
+    }
 }
 
 /// What adk-python's model classes (Gemini, LiteLlm) add so that the model has a user turn to
