@@ -76,7 +76,7 @@ fn built_events() -> Vec<Event> {
     actions.end_of_agent = Some(true);
     actions.agent_state = Some(object(json!({"step": 2})));
     actions.rewind_before_invocation_id = Some("e-0".into());
-    tool.actions = Box::new(actions);
+    tool.actions = actions;
     tool.branch = Some("root.child".into());
 
     vec![Event::user("e-1", Content::user_text("what is the weather")), model, tool]

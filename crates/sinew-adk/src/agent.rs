@@ -192,7 +192,7 @@ impl InvocationContext {
         }
         let mut event = self.new_event();
         event.content = content;
-        event.actions = Box::new(actions);
+        event.actions = actions;
         self.emit(event).await.map(drop)
     }
 }

@@ -53,7 +53,7 @@ macro_rules! response_types {
             #[serde(default)]
             pub author: String,
             #[serde(default)]
-            pub actions: Box<EventActions>,
+            pub actions: EventActions,
             /// A workflow node's output (ADK 2.x).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub output: Option<Value>,
@@ -86,7 +86,7 @@ macro_rules! response_types {
                     $( $field: response.$field, )*
                     invocation_id: invocation_id.into(),
                     author: author.into(),
-                    actions: Box::default(),
+                    actions: EventActions::default(),
                     output: None,
                     node_info: NodeInfo::default(),
                     long_running_tool_ids: None,

@@ -155,7 +155,7 @@ impl LlmAgent {
             if !event.is_partial() {
                 let mut merged = actions.take().unwrap_or_default();
                 merge_actions(&mut merged, callback.take_actions());
-                event.actions = Box::new(merged);
+                event.actions = merged;
             }
             if event.is_partial() {
                 ctx.emit_fragment(event).await?;
@@ -284,7 +284,7 @@ impl LlmAgent {
             if !parts.is_empty() {
                 let mut done = ctx.new_event();
                 done.content = Some(Content::new(USER, parts));
-                done.actions = Box::new(actions);
+                done.actions = actions;
                 self.emit(ctx, done, output).await?;
             }
             return Err(self.fail(ctx, error).await);
@@ -295,7 +295,7 @@ impl LlmAgent {
         let mut responses = ctx.new_event();
         responses.content = Some(Content::new(USER, parts));
         let confirmations = actions.requested_tool_confirmations.clone();
-        responses.actions = Box::new(actions);
+        responses.actions = actions;
         let mut written = Vec::new();
         if confirmations.is_empty() {
             written.push(responses);
@@ -588,7 +588,7 @@ impl LlmAgent {
         }
         let mut event = ctx.new_event();
         event.content = Some(Content::new(USER, parts));
-        event.actions = Box::new(actions);
+        event.actions = actions;
         Ok(Some(event))
     }
 }

@@ -358,7 +358,7 @@ async fn drive_inner(
     }
     let mut user_event = Event::user(ctx.invocation_id(), message);
     if let Some(delta) = state_delta {
-        user_event.actions = Box::new(EventActions { state_delta: delta, ..EventActions::default() });
+        user_event.actions = EventActions { state_delta: delta, ..EventActions::default() };
     }
     stamp_metadata(&mut user_event, ctx.run_config());
     {
