@@ -4,12 +4,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 
-use futures::future::{BoxFuture, Either};
-use futures::stream::{self, BoxStream};
+use std::task::Poll;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Map, Value};
 use sinew_core::CancellationToken;
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::agent::{Agent, AgentNames, check_agent_tree, find_agent, find_parent};
 use crate::artifact::ArtifactService;
@@ -154,12 +156,7 @@ impl Runner {
         let runner = self.clone();
         let (user_id, session_id) = (user_id.to_owned(), session_id.to_owned());
         let start = async move { runner.start(&user_id, &session_id, new_message, state_delta, run_config).await };
-        stream::once(start)
-            .flat_map(|started| match started {
-                Ok(run) => run,
-                Err(error) => stream::once(async move { Err(error) }).boxed(),
-            })
-            .boxed()
+        RunStream::Starting(start.boxed()).boxed()
     }
 
     /// Runs `new_message` on a fresh session of its own, forgotten afterwards: a clean slate,
@@ -249,7 +246,7 @@ impl Runner {
         new_message: Option<Content>,
         state_delta: Option<Map<String, Value>>,
         run_config: RunConfig,
-    ) -> Result<BoxStream<'static, Result<Event>>> {
+    ) -> Result<Running> {
         let session =
             match self.sessions.get_session(&self.app_name, user_id, session_id, GetSessionConfig::default()).await? {
                 Some(session) => session,
@@ -301,9 +298,7 @@ impl Runner {
         };
         let driver = drive(self, root_ctx.clone(), message, state_delta).boxed();
         let cancel = invocation.cancel.clone().drop_guard();
-        let state = Running { driver: Some(driver), ended: None, inbox, ctx: root_ctx, _cancel: cancel };
-        // Events travel boxed: an event is large, and a fragment goes through several hands.
-        Ok(stream::unfold(state, next_event).map(|event| event.map(|boxed| *boxed)).boxed())
+        Ok(Running { driver: Some(driver), ended: None, storing: None, inbox, ctx: root_ctx, _cancel: cancel })
     }
 }
 
@@ -458,10 +453,50 @@ fn transferable(root: &Arc<dyn Agent>, agent: &Arc<dyn Agent>) -> bool {
     }
 }
 
+/// A run as the caller sees it: starting (reading the session, storing the message), then
+/// running. Hand-written rather than combinators: it is polled once per streamed token.
+enum RunStream {
+    Starting(BoxFuture<'static, Result<Running>>),
+    Running(Box<Running>),
+    Done,
+}
+
+impl futures::Stream for RunStream {
+    type Item = Result<Event>;
+
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Option<Result<Event>>> {
+        loop {
+            match &mut *self {
+                RunStream::Starting(start) => match start.as_mut().poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(running)) => *self = RunStream::Running(Box::new(running)),
+                    Poll::Ready(Err(error)) => {
+                        *self = RunStream::Done;
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                },
+                RunStream::Running(running) => {
+                    let next = running.poll_event(cx);
+                    if let Poll::Ready(None) = next {
+                        *self = RunStream::Done;
+                    }
+                    return next;
+                }
+                RunStream::Done => return Poll::Ready(None),
+            }
+        }
+    }
+}
+
+/// What a stored event owes: its result, and the agent waiting for it.
+type Storing = BoxFuture<'static, (Result<Event>, Option<oneshot::Sender<Event>>)>;
+
 struct Running {
     driver: Option<BoxFuture<'static, Result<()>>>,
     /// The agents' result, once they are done.
     ended: Option<Result<()>>,
+    /// An event being stored.
+    storing: Option<Storing>,
     inbox: mpsc::Receiver<Emitted>,
     /// The invocation, as the plugins see it.
     ctx: InvocationContext,
@@ -469,55 +504,62 @@ struct Running {
     _cancel: tokio_util::sync::DropGuard,
 }
 
-/// The next event: what the agents emit, stored (unless partial) and handed back to them; the
-/// driver's error at the end.
-async fn next_event(mut state: Running) -> Option<(Result<Box<Event>>, Running)> {
-    loop {
-        let Some(driver) = state.driver.as_mut() else {
-            // The agents are done: a fragment they handed over last is still yielded, then their
-            // result.
-            if let Ok((event, _)) = state.inbox.try_recv() {
-                let result = store(&state.ctx, event).await;
-                return Some((result, state));
-            }
-            return match state.ended.take()? {
-                Ok(()) => None,
-                Err(error) => Some((Err(error), state)),
-            };
-        };
-        let next = {
-            let received = state.inbox.recv();
-            futures::pin_mut!(received);
-            match futures::future::select(received, driver).await {
-                Either::Left((message, _)) => Either::Left(message),
-                Either::Right((result, _)) => Either::Right(result),
-            }
-        };
-        match next {
-            Either::Left(Some((event, stored))) => {
-                let result = store(&state.ctx, event).await;
-                match (&result, stored) {
+impl Running {
+    /// The next event: what the agents emit, stored (unless partial) and handed back to them; the
+    /// agents' error at the end.
+    fn poll_event(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<Result<Event>>> {
+        loop {
+            if let Some(storing) = &mut self.storing {
+                let (result, waiting) = std::task::ready!(storing.as_mut().poll(cx));
+                self.storing = None;
+                match (&result, waiting) {
                     // The emitter may have been cancelled meanwhile; the event is stored either way.
-                    (Ok(event), Some(stored)) => drop(stored.send(Event::clone(event))),
+                    (Ok(event), Some(waiting)) => drop(waiting.send(event.clone())),
                     // A session that cannot be written ends the run: its error is the last item,
                     // and the agents, which would only see the run cancelled, are dropped.
                     (Err(_), _) => {
-                        state.driver = None;
-                        state.ended = Some(Ok(()));
+                        self.driver = None;
+                        self.ended = Some(Ok(()));
                     }
                     (Ok(_), None) => {}
                 }
-                return Some((result, state));
+                return Poll::Ready(Some(result));
             }
-            Either::Left(None) => {
-                // Unreachable while `state.ctx` holds a sender; end rather than spin if it were.
-                state.driver = None;
-                state.ended = Some(Ok(()));
+            let emitted = match self.inbox.poll_recv(cx) {
+                Poll::Ready(Some(emitted)) => emitted,
+                Poll::Ready(None) => {
+                    // Unreachable while `self.ctx` holds a sender; end rather than spin if it were.
+                    self.driver = None;
+                    self.ended.get_or_insert(Ok(()));
+                    return Poll::Ready(self.ended.take().and_then(Result::err).map(Err));
+                }
+                Poll::Pending => {
+                    let Some(driver) = self.driver.as_mut() else {
+                        // The agents are done and everything they handed over was taken.
+                        return Poll::Ready(self.ended.take().and_then(Result::err).map(Err));
+                    };
+                    if let Poll::Ready(result) = driver.as_mut().poll(cx) {
+                        self.driver = None;
+                        self.ended = Some(result);
+                        continue;
+                    }
+                    // The agents may have handed an event over before waiting: take it now
+                    // rather than after a wake-up.
+                    match self.inbox.poll_recv(cx) {
+                        Poll::Ready(Some(emitted)) => emitted,
+                        _ => return Poll::Pending,
+                    }
+                }
+            };
+            let (event, waiting) = emitted;
+            if waiting.is_none() && event.is_partial() && self.ctx.invocation.plugins.is_empty() {
+                // A fragment goes straight out: nothing to store, nobody to answer.
+                let mut event = *event;
+                stamp_metadata(&mut event, self.ctx.run_config());
+                return Poll::Ready(Some(Ok(event)));
             }
-            Either::Right(result) => {
-                state.driver = None;
-                state.ended = Some(result);
-            }
+            let ctx = self.ctx.clone();
+            self.storing = Some(Box::pin(async move { (store(&ctx, event).await.map(|e| *e), waiting) }));
         }
     }
 }
