@@ -9,6 +9,122 @@ use serde_json::{Map, Value};
 use crate::genai::{Content, FunctionCall, FunctionResponse, UsageMetadata};
 use crate::json::{opaque, opaque_boxed};
 
+/// An immutable string that clones by reference: an event's id, invocation id, author and node
+/// path, which every streamed fragment of a response repeats. It reads like a `&str` (it derefs
+/// to one and compares with one) and serializes as a plain string.
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ArcStr(std::sync::Arc<str>);
+
+impl ArcStr {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for ArcStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for ArcStr {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for ArcStr {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ArcStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for ArcStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for ArcStr {
+    fn from(text: &str) -> Self {
+        ArcStr(text.into())
+    }
+}
+
+impl From<String> for ArcStr {
+    fn from(text: String) -> Self {
+        ArcStr(text.into())
+    }
+}
+
+impl From<&String> for ArcStr {
+    fn from(text: &String) -> Self {
+        ArcStr(text.as_str().into())
+    }
+}
+
+impl From<ArcStr> for String {
+    fn from(text: ArcStr) -> Self {
+        text.0.to_string()
+    }
+}
+
+impl PartialEq<str> for ArcStr {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ArcStr {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for ArcStr {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<ArcStr> for str {
+    fn eq(&self, other: &ArcStr) -> bool {
+        self == &*other.0
+    }
+}
+
+impl PartialEq<ArcStr> for &str {
+    fn eq(&self, other: &ArcStr) -> bool {
+        *self == &*other.0
+    }
+}
+
+impl PartialEq<ArcStr> for String {
+    fn eq(&self, other: &ArcStr) -> bool {
+        **self == *other.0
+    }
+}
+
+impl Serialize for ArcStr {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ArcStr {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(ArcStr(std::borrow::Cow::<'de, str>::deserialize(deserializer)?.into()))
+    }
+}
+
 /// Seconds since the epoch as a float, ADK's timestamp.
 pub fn now_seconds() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
@@ -49,9 +165,9 @@ macro_rules! response_types {
         pub struct Event {
             $( $(#[$attr])* pub $field: $ty, )*
             #[serde(default, alias = "invocation_id")]
-            pub invocation_id: String,
+            pub invocation_id: ArcStr,
             #[serde(default)]
-            pub author: String,
+            pub author: ArcStr,
             #[serde(default)]
             pub actions: EventActions,
             /// A workflow node's output (ADK 2.x).
@@ -68,7 +184,7 @@ macro_rules! response_types {
             #[serde(default, skip_serializing_if = "Option::is_none", alias = "isolation_scope")]
             pub isolation_scope: Option<String>,
             #[serde(default)]
-            pub id: String,
+            pub id: ArcStr,
             #[serde(default = "now_seconds")]
             pub timestamp: f64,
         }
@@ -76,12 +192,12 @@ macro_rules! response_types {
         impl Event {
             /// An event of `author` in `invocation_id` carrying `response`, with a fresh id and the
             /// current time.
-            pub fn from_response(invocation_id: impl Into<String>, author: impl Into<String>, response: LlmResponse) -> Self {
-                Event::with_id(new_event_id(), invocation_id, author, response)
+            pub fn from_response(invocation_id: impl Into<ArcStr>, author: impl Into<ArcStr>, response: LlmResponse) -> Self {
+                Event::with_id(new_event_id().into(), invocation_id, author, response)
             }
 
             /// An event with the given id.
-            pub(crate) fn with_id(id: String, invocation_id: impl Into<String>, author: impl Into<String>, response: LlmResponse) -> Self {
+            pub(crate) fn with_id(id: ArcStr, invocation_id: impl Into<ArcStr>, author: impl Into<ArcStr>, response: LlmResponse) -> Self {
                 Event {
                     $( $field: response.$field, )*
                     invocation_id: invocation_id.into(),
@@ -178,7 +294,7 @@ impl LlmResponse {
 
 impl Event {
     /// A user event in `invocation_id` holding `content`.
-    pub fn user(invocation_id: impl Into<String>, content: Content) -> Self {
+    pub fn user(invocation_id: impl Into<ArcStr>, content: Content) -> Self {
         Event::from_response(invocation_id, "user", LlmResponse::new(content))
     }
 
@@ -224,7 +340,7 @@ impl Event {
 #[non_exhaustive]
 pub struct NodeInfo {
     #[serde(default)]
-    pub path: String,
+    pub path: ArcStr,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "output_for")]
     pub output_for: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "message_as_output")]
@@ -233,7 +349,7 @@ pub struct NodeInfo {
 
 impl NodeInfo {
     /// The node info of an event written by `path` (`agent@1`).
-    pub fn at(path: impl Into<String>) -> Self {
+    pub fn at(path: impl Into<ArcStr>) -> Self {
         NodeInfo { path: path.into(), output_for: None, message_as_output: None }
     }
 }

@@ -165,7 +165,7 @@ impl LlmAgent {
             ended_on_fragment = false;
             self.mark_calls(&mut event, ctx);
             let event = self.emit(ctx, *event, output).await?;
-            template.id = crate::event::new_event_id();
+            template.id = crate::event::new_event_id().into();
             last = Some(event);
             if let Some(event) = last.as_ref().filter(|e| e.function_calls().next().is_some()) {
                 let handled = self.handle_calls(ctx, event, output).await?;

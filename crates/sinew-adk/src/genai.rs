@@ -22,12 +22,14 @@ pub struct Content {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parts: Option<Vec<Part>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
+    /// `user` or `model`; a borrowed `&'static str` for the two usual ones, so that building a
+    /// turn (every streamed fragment is one) allocates nothing for it.
+    pub role: Option<std::borrow::Cow<'static, str>>,
 }
 
 impl Content {
     /// A content with `role` and `parts`.
-    pub fn new(role: impl Into<String>, parts: Vec<Part>) -> Self {
+    pub fn new(role: impl Into<std::borrow::Cow<'static, str>>, parts: Vec<Part>) -> Self {
         Content { parts: Some(parts), role: Some(role.into()) }
     }
 

@@ -53,7 +53,7 @@ pub use artifact::{ArtifactService, InMemoryArtifactService};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
 pub use error::{Error, Result};
 pub use event::{
-    Event, EventActions, EventCompaction, LlmResponse, NodeInfo, ToolConfirmation, new_event_id, now_seconds,
+    ArcStr, Event, EventActions, EventCompaction, LlmResponse, NodeInfo, ToolConfirmation, new_event_id, now_seconds,
 };
 pub use flow::REQUEST_CONFIRMATION;
 pub use genai::{

@@ -313,7 +313,7 @@ fn resumed_invocation(session: &Session, message: &Content) -> Option<String> {
     for event in crate::history::apply_rewinds(&session.events).into_iter().rev() {
         for call in event.function_calls() {
             if call.id.as_deref().is_some_and(|id| ids.remove(id)) {
-                invocation = Some(event.invocation_id.clone());
+                invocation = Some(event.invocation_id.to_string());
             }
         }
         if ids.is_empty() {

@@ -170,3 +170,24 @@ fn content_helpers_read_the_parts() {
     assert_eq!(content.text(), "Answer is 42.");
     assert_eq!(content.role(), "model");
 }
+
+/// Ids, authors and node paths are shared strings: they read, compare and serialize as strings.
+#[test]
+fn shared_strings_behave_as_strings() {
+    let event = Event::user("e-1", Content::user_text("hi"));
+    assert_eq!(event.author, "user");
+    assert!("user" == event.author);
+    assert_eq!(event.invocation_id.as_str(), "e-1");
+    assert_eq!(format!("{}/{:?}", event.invocation_id, event.author), "e-1/\"user\"");
+    let copy = event.clone();
+    assert_eq!(copy.id, event.id);
+    let wire = serde_json::to_value(&event).unwrap();
+    assert_eq!(wire["author"], "user");
+    assert_eq!(serde_json::from_value::<Event>(wire).unwrap(), event);
+    let owned: String = event.author.clone().into();
+    assert_eq!(owned, "user");
+    // A role is borrowed for the usual two and owned for anything else.
+    assert!(matches!(Content::model_text("x").role, Some(std::borrow::Cow::Borrowed("model"))));
+    let read: Content = serde_json::from_value(json!({"role": "function", "parts": []})).unwrap();
+    assert_eq!(read.role(), "function");
+}
