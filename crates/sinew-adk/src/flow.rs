@@ -14,7 +14,7 @@ use crate::context::{CallbackContext, InvocationContext, StreamingMode, ToolCont
 use crate::error::{Error, Result};
 use crate::event::{Event, EventActions, LlmResponse, ToolConfirmation};
 use crate::genai::{Content, FunctionCall, FunctionResponse, MODEL, Part, USER};
-use crate::llm_agent::{LlmAgent, SET_MODEL_RESPONSE, TransferToAgent};
+use crate::llm_agent::{LlmAgent, SET_MODEL_RESPONSE, SetModelResponse, TransferToAgent};
 use crate::tool::{Tool, response_object};
 
 /// The function the framework calls to ask the user for a confirmation.
@@ -313,25 +313,25 @@ impl LlmAgent {
         }
         let mut last = None;
         let mut transfer = None;
+        let mut structured = None;
         for event in written {
             let stored = self.emit(ctx, event, output).await?;
             if stored.function_responses().next().is_some() {
                 transfer = stored.actions.transfer_to_agent.clone().or(transfer);
+                structured = stored.actions.set_model_response.clone().or(structured);
             }
             last = Some(stored);
+        }
+        // A structured answer given through `set_model_response` is the agent's final answer, as
+        // a model turn holding the JSON (Python's `json.dumps`); it comes before a transfer.
+        if let Some(answer) = structured {
+            let mut final_answer = ctx.new_event();
+            final_answer.content = Some(Content::model_text(crate::pyrepr::json_dumps(&answer)));
+            last = Some(self.emit(ctx, final_answer, output).await?);
         }
         if let Some(target) = transfer {
             self.transfer(ctx, &target).await?;
             return Ok(Step { last, transferred: true });
-        }
-        // A structured answer given through `set_model_response` is the agent's final answer, as
-        // a model turn holding the JSON (Python's `json.dumps`).
-        let answered = event.function_calls().find(|c| c.name() == SET_MODEL_RESPONSE).and_then(|c| c.args.clone());
-        if let Some(answer) = answered.filter(|_| self.output_schema.is_some()) {
-            let mut final_answer = ctx.new_event();
-            final_answer.content = Some(Content::model_text(crate::pyrepr::json_dumps(&Value::Object(answer))));
-            let stored = self.emit(ctx, final_answer, output).await?;
-            return Ok(Step { last: Some(stored), transferred: false });
         }
         // The responses end the turn when they are final; the model is called again otherwise.
         Ok(Step { last, transferred: false })
@@ -387,17 +387,17 @@ impl LlmAgent {
             let part = Part::function_response(FunctionResponse::new(call.id.clone(), call.name(), response));
             (Some(part), tool_ctx.take_actions())
         };
-        if call.name() == SET_MODEL_RESPONSE && self.output_schema.is_some() && !self.tools.is_empty() {
-            // The answer is the arguments; the structured answer is written after the responses.
-            let answer = Value::Object(args.clone());
-            tool_ctx.update_actions(|a| a.set_model_response = Some(answer));
-            return Ok(respond(args, &tool_ctx));
-        }
         if call.name() == TransferToAgent::NAME && !self.transfer_targets(ctx.root_agent()).is_empty() {
             let response = TransferToAgent::run(&args, &tool_ctx);
             return Ok(respond(response, &tool_ctx));
         }
-        let found = self.tools.iter().find(|t| t.name() == call.name()).cloned();
+        let found = match &self.output_schema {
+            // The structured answer goes through the callbacks like any tool's.
+            Some(schema) if call.name() == SET_MODEL_RESPONSE && self.answers_through_set_model_response(ctx) => {
+                Some(Arc::new(SetModelResponse { schema: schema.clone() }) as Arc<dyn Tool>)
+            }
+            _ => self.tools.iter().find(|t| t.name() == call.name()).cloned(),
+        };
         // A call of a tool the agent does not have goes through the callbacks with a stand-in.
         let tool: Arc<dyn Tool> = found.clone().unwrap_or_else(|| Arc::new(Missing(call.name().to_owned())));
         let plugins = &ctx.invocation.plugins;

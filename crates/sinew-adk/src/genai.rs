@@ -29,8 +29,13 @@ pub struct Content {
 
 impl Content {
     /// A content with `role` and `parts`.
-    pub fn new(role: impl Into<std::borrow::Cow<'static, str>>, parts: Vec<Part>) -> Self {
-        Content { parts: Some(parts), role: Some(role.into()) }
+    pub fn new(role: impl Into<String> + AsRef<str>, parts: Vec<Part>) -> Self {
+        let role = match role.as_ref() {
+            USER => std::borrow::Cow::Borrowed(USER),
+            MODEL => std::borrow::Cow::Borrowed(MODEL),
+            _ => std::borrow::Cow::Owned(role.into()),
+        };
+        Content { parts: Some(parts), role: Some(role) }
     }
 
     /// A content with `parts` and no role (a callback's answer, say).

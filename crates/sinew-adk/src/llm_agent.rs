@@ -218,6 +218,17 @@ impl LlmAgent {
         Err(Error::InvalidAgent(format!("agent `{}` has no model, and no agent above it has one", self.name)))
     }
 
+    /// Whether the agent answers through `set_model_response`: it has an output schema and tools,
+    /// and its model cannot take both in one request.
+    fn uses_set_model_response(&self, model: &dyn Llm) -> bool {
+        self.output_schema.is_some() && !self.tools.is_empty() && !model.supports_output_schema_with_tools()
+    }
+
+    /// [`LlmAgent::uses_set_model_response`] with the agent's model.
+    pub(crate) fn answers_through_set_model_response(&self, ctx: &InvocationContext) -> bool {
+        self.resolve_model(ctx.root_agent()).is_ok_and(|model| self.uses_set_model_response(model.as_ref()))
+    }
+
     /// The agents this one may hand the conversation to, in ADK's order: its sub-agents, its
     /// parent, its peers.
     pub(crate) fn transfer_targets(&self, root: &Arc<dyn Agent>) -> Vec<Arc<dyn Agent>> {
@@ -271,8 +282,7 @@ impl LlmAgent {
         if let Some(labels) = &ctx.run_config().labels {
             request.config.labels.get_or_insert_with(Map::new).extend(labels.clone());
         }
-        let set_model_response =
-            self.output_schema.is_some() && !self.tools.is_empty() && !model.supports_output_schema_with_tools();
+        let set_model_response = self.uses_set_model_response(model);
         if let Some(schema) = self.output_schema.as_ref().filter(|_| !set_model_response) {
             request.config.response_json_schema = Some(schema.clone());
             request.config.response_mime_type = Some("application/json".into());
@@ -469,7 +479,9 @@ impl LlmAgentBuilder {
     /// labelled user turn, so that the system prefix stays the same from call to call (text only;
     /// ADK's non-text static parts are not supported).
     pub fn static_instruction(mut self, instruction: impl Into<String>) -> Self {
-        self.agent.static_instruction = Some(instruction.into());
+        let instruction = instruction.into();
+        // An empty one is no static instruction, as in adk-python.
+        self.agent.static_instruction = Some(instruction).filter(|i| !i.is_empty());
         self
     }
 
@@ -631,6 +643,9 @@ const SET_MODEL_RESPONSE_INSTRUCTION: &str = "IMPORTANT: You have access to othe
 fn set_model_response_declaration(schema: &Value) -> FunctionDeclaration {
     let mut parameters = schema.clone();
     if let Value::Object(map) = &mut parameters {
+        // adk-python builds the parameters from the schema's fields: its own description is not
+        // one of them.
+        map.remove("description");
         map.insert("title".into(), Value::String(format!("{SET_MODEL_RESPONSE}Params")));
     }
     FunctionDeclaration::new(
@@ -638,6 +653,42 @@ fn set_model_response_declaration(schema: &Value) -> FunctionDeclaration {
         "Set your final response using the required output schema.\n\nUse this tool to provide your final structured answer instead\nof outputting text directly.",
         Some(parameters),
     )
+}
+
+/// ADK's `SetModelResponseTool`: the answer is the arguments as adk-python validates and dumps
+/// them (defaults filled in, nulls dropped), and the event's `setModelResponse` action.
+pub(crate) struct SetModelResponse {
+    pub(crate) schema: Value,
+}
+
+#[async_trait]
+impl Tool for SetModelResponse {
+    fn name(&self) -> &str {
+        SET_MODEL_RESPONSE
+    }
+
+    fn description(&self) -> &str {
+        "Set your final response using the required output schema."
+    }
+
+    fn declaration(&self) -> Option<FunctionDeclaration> {
+        Some(set_model_response_declaration(&self.schema))
+    }
+
+    async fn run(&self, mut args: Map<String, Value>, ctx: &ToolContext) -> Result<Value, sinew_core::ToolError> {
+        if let Some(properties) = self.schema["properties"].as_object() {
+            for (name, property) in properties {
+                if let (false, Some(default)) = (args.contains_key(name), property.get("default")) {
+                    args.insert(name.clone(), default.clone());
+                }
+            }
+        }
+        args.retain(|_, value| !value.is_null());
+        let answer = Value::Object(args);
+        let recorded = answer.clone();
+        ctx.update_actions(|a| a.set_model_response = Some(recorded));
+        Ok(answer)
+    }
 }
 
 /// ADK's `transfer_to_agent` tool.

@@ -298,7 +298,15 @@ impl Runner {
         };
         let driver = drive(self, root_ctx.clone(), message, state_delta).boxed();
         let cancel = invocation.cancel.clone().drop_guard();
-        Ok(Running { driver: Some(driver), ended: None, storing: None, inbox, ctx: root_ctx, _cancel: cancel })
+        Ok(Running {
+            driver: Some(driver),
+            ended: None,
+            storing: None,
+            passed: None,
+            inbox,
+            ctx: root_ctx,
+            _cancel: cancel,
+        })
     }
 }
 
@@ -497,6 +505,8 @@ struct Running {
     ended: Option<Result<()>>,
     /// An event being stored.
     storing: Option<Storing>,
+    /// A fragment to yield as it is.
+    passed: Option<Event>,
     inbox: mpsc::Receiver<Emitted>,
     /// The invocation, as the plugins see it.
     ctx: InvocationContext,
@@ -535,8 +545,18 @@ impl Running {
                 }
                 Poll::Pending => {
                     let Some(driver) = self.driver.as_mut() else {
-                        // The agents are done and everything they handed over was taken.
-                        return Poll::Ready(self.ended.take().and_then(Result::err).map(Err));
+                        // The agents are done. `poll_recv` may say Pending only because the
+                        // task's budget ran out: what they handed over last is taken regardless.
+                        match self.inbox.try_recv() {
+                            Ok(emitted) => {
+                                self.handle(emitted);
+                                match self.take_passed() {
+                                    Some(event) => return Poll::Ready(Some(Ok(event))),
+                                    None => continue,
+                                }
+                            }
+                            Err(_) => return Poll::Ready(self.ended.take().and_then(Result::err).map(Err)),
+                        }
                     };
                     if let Poll::Ready(result) = driver.as_mut().poll(cx) {
                         self.driver = None;
@@ -547,20 +567,37 @@ impl Running {
                     // rather than after a wake-up.
                     match self.inbox.poll_recv(cx) {
                         Poll::Ready(Some(emitted)) => emitted,
-                        _ => return Poll::Pending,
+                        Poll::Ready(None) => {
+                            self.driver = None;
+                            self.ended.get_or_insert(Ok(()));
+                            continue;
+                        }
+                        Poll::Pending => return Poll::Pending,
                     }
                 }
             };
-            let (event, waiting) = emitted;
-            if waiting.is_none() && event.is_partial() && self.ctx.invocation.plugins.is_empty() {
-                // A fragment goes straight out: nothing to store, nobody to answer.
-                let mut event = *event;
-                stamp_metadata(&mut event, self.ctx.run_config());
+            self.handle(emitted);
+            if let Some(event) = self.take_passed() {
                 return Poll::Ready(Some(Ok(event)));
             }
-            let ctx = self.ctx.clone();
-            self.storing = Some(Box::pin(async move { (store(&ctx, event).await.map(|e| *e), waiting) }));
         }
+    }
+
+    /// Takes an event from the agents: a fragment that needs no storing and no plugin goes
+    /// straight out; any other is stored first.
+    fn handle(&mut self, (event, waiting): Emitted) {
+        if waiting.is_none() && event.is_partial() && self.ctx.invocation.plugins.is_empty() {
+            let mut event = *event;
+            stamp_metadata(&mut event, self.ctx.run_config());
+            self.passed = Some(event);
+            return;
+        }
+        let ctx = self.ctx.clone();
+        self.storing = Some(Box::pin(async move { (store(&ctx, event).await.map(|e| *e), waiting) }));
+    }
+
+    fn take_passed(&mut self) -> Option<Event> {
+        self.passed.take()
     }
 }
 

@@ -592,3 +592,113 @@ async fn a_fragment_before_a_failure_is_not_lost() {
     assert_eq!(events[1].error_code.as_deref(), Some("ModelError"));
     assert_eq!(error.as_deref(), Some("model: protocol error: cut"));
 }
+
+/// A model whose answer ends on fragments: every one reaches the caller, however many, including
+/// those handed over just before the agent finishes.
+#[tokio::test]
+async fn every_fragment_reaches_the_caller() {
+    struct Fragments(usize);
+    impl Llm for Fragments {
+        fn name(&self) -> &str {
+            "fragments"
+        }
+        fn generate_content(
+            &self,
+            _request: LlmRequest,
+            _stream: bool,
+        ) -> BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+            let fragments = (0..self.0).map(|i| {
+                let mut fragment = LlmResponse::new(Content::model_text(format!("{i} ")));
+                fragment.partial = Some(true);
+                Ok(fragment)
+            });
+            futures::stream::iter(fragments.collect::<Vec<_>>()).boxed()
+        }
+    }
+    for count in 1..=300 {
+        let agent = LlmAgent::builder("a").model(Arc::new(Fragments(count))).build().unwrap();
+        let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await).unwrap();
+        let events = collect(&runner, Content::user_text("go"), RunConfig::default().sse()).await;
+        assert_eq!(events.len(), count, "{count} fragments sent");
+        assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), format!("{} ", count - 1));
+    }
+}
+
+/// `set_model_response` as adk-python runs it: the answer validated (defaults filled in, nulls
+/// dropped), written before a transfer of the same turn; a call of it where it does not apply is
+/// an unknown tool, and writes no answer.
+#[tokio::test]
+async fn structured_answers_through_set_model_response() {
+    let schema = json!({
+        "properties": {"summary": {"type": "string"}, "confidence": {"type": "number", "default": 0.5},
+                       "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}},
+        "required": ["summary"], "type": "object", "title": "Answer", "description": "The answer."
+    });
+    let lookup = FunctionTool::new("lookup", "Looks up.", json!({"type": "object", "properties": {}}), |_, _| async {
+        Ok(json!({"found": true}))
+    });
+    let llm = Arc::new(ScriptedLlm::new([ScriptedAnswer::calls([
+        ("set_model_response".to_owned(), json!({"note": null, "summary": "cold"})),
+        ("transfer_to_agent".to_owned(), json!({"agent_name": "helper"})),
+    ])]));
+    let helper = LlmAgent::builder("helper").model(llm.clone()).build().unwrap();
+    let agent = LlmAgent::builder("answerer")
+        .model(llm.clone())
+        .tool(Arc::new(lookup))
+        .output_schema(schema.clone())
+        .output_key("answer")
+        .sub_agent(Arc::new(helper))
+        .build()
+        .unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let events = collect(&runner, Content::user_text("go"), RunConfig::default()).await;
+    let (request, _) = llm.requests()[0].clone();
+    let declaration = request.config.function_declarations().next().unwrap().clone();
+    assert_eq!(declaration.name.as_deref(), Some("set_model_response"));
+    let parameters = declaration.parameters_json_schema.unwrap();
+    assert_eq!((parameters.get("description"), &parameters["title"]), (None, &json!("set_model_responseParams")));
+    let response = events[1].function_responses().find(|r| r.name() == "set_model_response").unwrap();
+    assert_eq!(Value::Object(response.response.clone().unwrap()), json!({"summary": "cold", "confidence": 0.5}));
+    let authors: Vec<(&str, String)> =
+        events.iter().map(|e| (e.author.as_str(), e.content.as_ref().map(Content::text).unwrap_or_default())).collect();
+    assert_eq!(authors[2], ("answerer", r#"{"confidence": 0.5, "summary": "cold"}"#.to_owned()), "{authors:#?}");
+    assert_eq!(authors[3].0, "helper", "the transfer comes after the answer");
+    let stored = sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap();
+    assert_eq!(stored.state["answer"], json!({"summary": "cold", "confidence": 0.5}));
+
+    // Without tools the schema goes to the model instead: a set_model_response call is unknown.
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::call("set_model_response", json!({"summary": "x"})),
+        ScriptedAnswer::text(r#"{"summary": "y"}"#),
+    ]));
+    let agent =
+        LlmAgent::builder("plain").model(llm.clone()).output_schema(schema).output_key("answer").build().unwrap();
+    let sessions = sessions_with("s").await;
+    let runner = Runner::new("app", Arc::new(agent), sessions.clone()).unwrap();
+    let events = collect(&runner, Content::user_text("go"), RunConfig::default()).await;
+    let response = events[1].function_responses().next().unwrap();
+    assert!(
+        response.response.as_ref().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invoking `set_model_response()` failed")
+    );
+    assert_eq!(llm.requests()[0].0.config.response_json_schema.as_ref().unwrap()["title"], "Answer");
+    let stored = sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap();
+    assert_eq!(stored.state["answer"], json!({"summary": "y"}), "the model's own answer, not the hallucinated call");
+}
+
+#[tokio::test]
+async fn an_empty_static_instruction_is_none() {
+    let llm = Arc::new(ScriptedLlm::texts(["ok"]));
+    let agent =
+        LlmAgent::builder("a").model(llm.clone()).static_instruction("").instruction("Be brief.").build().unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await).unwrap();
+    collect(&runner, Content::user_text("hi"), RunConfig::default()).await;
+    let (request, _) = llm.requests()[0].clone();
+    assert!(request.system_instruction().unwrap().starts_with("Be brief.\n\n"));
+    assert_eq!(request.contents.len(), 1, "no labelled instruction turn");
+    let role = String::from("model");
+    assert_eq!(Content::new(role.as_str(), vec![]).role(), "model", "any string is a role");
+}
