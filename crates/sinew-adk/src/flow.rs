@@ -66,12 +66,14 @@ impl LlmAgent {
             && let Some(content) = &event.content
         {
             let text = content.text();
-            if let Some(schema_key) = self.output_schema.as_ref().map(|_| key) {
+            if self.output_schema.is_some() {
+                // A structured answer is saved parsed, from the final response only.
                 if event.is_final_response() && !text.trim().is_empty() {
                     let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                    event.actions.state_delta.insert(schema_key.clone(), value);
+                    event.actions.state_delta.insert(key.clone(), value);
                 }
             } else if !text.is_empty() {
+                // adk-python saves all the agent's text of the run, the text beside calls included.
                 output.text.push_str(&text);
                 event.actions.state_delta.insert(key.clone(), Value::String(output.text.clone()));
             }
