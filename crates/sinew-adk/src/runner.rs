@@ -506,7 +506,7 @@ struct Running {
     /// An event being stored.
     storing: Option<Storing>,
     /// A fragment to yield as it is.
-    passed: Option<Event>,
+    passed: Option<Box<Event>>,
     inbox: mpsc::Receiver<Emitted>,
     /// The invocation, as the plugins see it.
     ctx: InvocationContext,
@@ -587,7 +587,7 @@ impl Running {
     /// straight out; any other is stored first.
     fn handle(&mut self, (event, waiting): Emitted) {
         if waiting.is_none() && event.is_partial() && self.ctx.invocation.plugins.is_empty() {
-            let mut event = *event;
+            let mut event = event;
             stamp_metadata(&mut event, self.ctx.run_config());
             self.passed = Some(event);
             return;
@@ -597,7 +597,8 @@ impl Running {
     }
 
     fn take_passed(&mut self) -> Option<Event> {
-        self.passed.take()
+        // Unboxed once, on the way out.
+        self.passed.take().map(|event| *event)
     }
 }
 
