@@ -16,6 +16,7 @@ use crate::event::{Event, EventActions, LlmResponse, ToolConfirmation};
 use crate::genai::{Content, FunctionCall, FunctionResponse, MODEL, Part, USER};
 use crate::llm_agent::{LlmAgent, SET_MODEL_RESPONSE, SetModelResponse, TransferToAgent};
 use crate::tool::{Tool, response_object};
+use crate::types::Session;
 
 /// The function the framework calls to ask the user for a confirmation.
 pub const REQUEST_CONFIRMATION: &str = "adk_request_confirmation";
@@ -82,7 +83,7 @@ impl LlmAgent {
     }
 
     async fn step(&self, ctx: &InvocationContext, output: &mut Output) -> Result<Step> {
-        if let Some(resumed) = self.resume_confirmations(ctx).await? {
+        if let Some(resumed) = self.resume_confirmations(ctx, output).await? {
             let resumed = self.emit(ctx, resumed, output).await?;
             if resumed.is_final_response() {
                 return Ok(Step { last: Some(resumed), transferred: false });
@@ -260,44 +261,15 @@ impl LlmAgent {
     /// confirmation request, and the transfer they ask for.
     async fn handle_calls(&self, ctx: &InvocationContext, event: &Event, output: &mut Output) -> Result<Step> {
         let long_running = event.long_running_tool_ids.clone().unwrap_or_default();
-        let calls: Vec<&FunctionCall> = event
+        let calls: Vec<(&FunctionCall, Option<ToolConfirmation>)> = event
             .function_calls()
             .filter(|c| !(ctx.run_config().pause_on_tool_calls && long_running.contains(c.id())))
+            .map(|c| (c, None))
             .collect();
-        if calls.is_empty() {
+        let Some(mut responses) = self.run_calls(ctx, &calls, output).await? else {
             return Ok(Step { last: None, transferred: false });
-        }
-        let outcomes = futures::future::join_all(calls.iter().map(|call| self.execute(ctx, call, None))).await;
-        let mut parts = Vec::new();
-        let mut actions = EventActions::default();
-        let mut failure = None;
-        for outcome in outcomes {
-            match outcome {
-                Ok((part, call_actions)) => {
-                    parts.extend(part);
-                    merge_actions(&mut actions, call_actions);
-                }
-                Err(error) => failure = failure.or(Some(error)),
-            }
-        }
-        if let Some(error) = failure {
-            // The calls that did run keep their results, as adk-python writes them before it
-            // raises; then the run fails.
-            if !parts.is_empty() {
-                let mut done = ctx.new_event();
-                done.content = Some(Content::new(USER, parts));
-                done.actions = actions;
-                self.emit(ctx, done, output).await?;
-            }
-            return Err(self.fail(ctx, error).await);
-        }
-        if parts.is_empty() {
-            return Ok(Step { last: None, transferred: false });
-        }
-        let mut responses = ctx.new_event();
-        responses.content = Some(Content::new(USER, parts));
-        let confirmations = actions.requested_tool_confirmations.clone();
-        responses.actions = actions;
+        };
+        let confirmations = responses.actions.requested_tool_confirmations.clone();
         let mut written = Vec::new();
         if confirmations.is_empty() {
             written.push(responses);
@@ -526,73 +498,105 @@ impl LlmAgent {
     }
 
     /// Runs again the calls the user just confirmed or rejected (ADK's request-confirmation
-    /// processor): one response event, the calls keeping their ids.
-    async fn resume_confirmations(&self, ctx: &InvocationContext) -> Result<Option<Event>> {
-        let session = ctx.session().await;
-        let Some(user_index) = session.events.iter().rposition(|e| e.author == "user") else { return Ok(None) };
-        let answers: Vec<&FunctionResponse> =
-            session.events[user_index].function_responses().filter(|r| r.name() == REQUEST_CONFIRMATION).collect();
-        if answers.is_empty() {
-            return Ok(None);
-        }
-        let mut resumed = Vec::new();
-        for answer in answers {
-            let found = session.events[..user_index].iter().enumerate().rev().find_map(|(i, e)| {
-                e.function_calls()
-                    .find(|c| c.name() == REQUEST_CONFIRMATION && c.id.is_some() && c.id == answer.id)
-                    .map(|c| (i, c))
-            });
-            let Some((request_index, request)) = found else { continue };
-            let original: FunctionCall = request
-                .args
-                .as_ref()
-                .and_then(|a| a.get("originalFunctionCall"))
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .ok_or_else(|| {
-                    Error::InvalidRequest(format!("the confirmation request {} has no original call", request.id()))
-                })?;
-            let asked = session.events[..request_index]
-                .iter()
-                .flat_map(|e| e.function_calls())
-                .any(|c| c.id == original.id && c.name() == original.name() && c.args == original.args);
-            if !asked {
-                return Err(Error::InvalidRequest(format!(
-                    "Original function call for ID '{}' not found in session history.",
-                    original.id()
-                )));
-            }
-            // An answer already acted on (the same approval sent twice) runs nothing again.
-            let consumed = session.events[request_index + 1..].iter().flat_map(|e| e.function_responses()).any(|r| {
-                r.id == original.id
-                    && r.response.as_ref().and_then(|m| m.get("error")).and_then(Value::as_str)
-                        != Some(NEEDS_CONFIRMATION)
-            });
-            if consumed {
-                continue;
-            }
-            let confirmation = parse_confirmation(answer.response.as_ref())?;
-            resumed.push((original, confirmation));
-        }
-        if resumed.is_empty() {
-            return Ok(None);
-        }
-        let outcomes =
-            futures::future::join_all(resumed.iter().map(|(call, c)| self.execute(ctx, call, Some(c.clone())))).await;
+    /// processor): one response event, the calls keeping their ids. An answer that does not
+    /// hold (not a confirmation, or no such call asked) ends the run with an error event.
+    async fn resume_confirmations(&self, ctx: &InvocationContext, output: &mut Output) -> Result<Option<Event>> {
+        let resumed = match confirmed_calls(&ctx.session().await) {
+            Ok(resumed) if resumed.is_empty() => return Ok(None),
+            Ok(resumed) => resumed,
+            Err(error) => return Err(self.fail(ctx, error).await),
+        };
+        let calls: Vec<(&FunctionCall, Option<ToolConfirmation>)> =
+            resumed.iter().map(|(call, confirmation)| (call, Some(confirmation.clone()))).collect();
+        self.run_calls(ctx, &calls, output).await
+    }
+
+    /// Runs `calls` at once and gathers their responses into one event (none when no call
+    /// answered). When one fails, the others' results are written first, as adk-python writes
+    /// them before it raises, then the error event; the error comes back.
+    async fn run_calls(
+        &self,
+        ctx: &InvocationContext,
+        calls: &[(&FunctionCall, Option<ToolConfirmation>)],
+        output: &mut Output,
+    ) -> Result<Option<Event>> {
+        let outcomes = futures::future::join_all(
+            calls.iter().map(|(call, confirmation)| self.execute(ctx, call, confirmation.clone())),
+        )
+        .await;
         let mut parts = Vec::new();
         let mut actions = EventActions::default();
+        let mut failure = None;
         for outcome in outcomes {
-            let (part, call_actions) = outcome?;
-            parts.extend(part);
-            merge_actions(&mut actions, call_actions);
+            match outcome {
+                Ok((part, call_actions)) => {
+                    parts.extend(part);
+                    merge_actions(&mut actions, call_actions);
+                }
+                Err(error) => failure = failure.or(Some(error)),
+            }
         }
-        if parts.is_empty() {
-            return Ok(None);
+        let responses = (!parts.is_empty()).then(|| {
+            let mut event = ctx.new_event();
+            event.content = Some(Content::new(USER, parts));
+            event.actions = actions;
+            event
+        });
+        match failure {
+            None => Ok(responses),
+            Some(error) => {
+                if let Some(done) = responses {
+                    self.emit(ctx, done, output).await?;
+                }
+                Err(self.fail(ctx, error).await)
+            }
         }
-        let mut event = ctx.new_event();
-        event.content = Some(Content::new(USER, parts));
-        event.actions = actions;
-        Ok(Some(event))
     }
+}
+
+/// The calls the latest user message confirms or rejects, with the answers, leaving out the
+/// ones already acted on (the same approval sent twice runs nothing again).
+fn confirmed_calls(session: &Session) -> Result<Vec<(FunctionCall, ToolConfirmation)>> {
+    let Some(user_index) = session.events.iter().rposition(|e| e.author == "user") else { return Ok(Vec::new()) };
+    let answers = session.events[user_index].function_responses().filter(|r| r.name() == REQUEST_CONFIRMATION);
+    let mut resumed = Vec::new();
+    for answer in answers {
+        let found = session.events[..user_index].iter().enumerate().rev().find_map(|(i, e)| {
+            e.function_calls()
+                .find(|c| c.name() == REQUEST_CONFIRMATION && c.id.is_some() && c.id == answer.id)
+                .map(|c| (i, c))
+        });
+        let Some((request_index, request)) = found else { continue };
+        let original: FunctionCall = request
+            .args
+            .as_ref()
+            .and_then(|a| a.get("originalFunctionCall"))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .ok_or_else(|| {
+                Error::InvalidRequest(format!("the confirmation request {} has no original call", request.id()))
+            })?;
+        let asked = session.events[..request_index]
+            .iter()
+            .flat_map(|e| e.function_calls())
+            .any(|c| c.id == original.id && c.name() == original.name() && c.args == original.args);
+        if !asked {
+            return Err(Error::InvalidRequest(format!(
+                "Original function call for ID '{}' not found in session history.",
+                original.id()
+            )));
+        }
+        // An answer already acted on (the same approval sent twice) runs nothing again.
+        let consumed = session.events[request_index + 1..].iter().flat_map(|e| e.function_responses()).any(|r| {
+            r.id == original.id
+                && r.response.as_ref().and_then(|m| m.get("error")).and_then(Value::as_str) != Some(NEEDS_CONFIRMATION)
+        });
+        if consumed {
+            continue;
+        }
+        let confirmation = parse_confirmation(answer.response.as_ref())?;
+        resumed.push((original, confirmation));
+    }
+    Ok(resumed)
 }
 
 /// The user's answer to a confirmation request: a `ToolConfirmation`, or the web UI's

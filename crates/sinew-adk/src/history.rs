@@ -199,7 +199,7 @@ fn relay(event: &Event, thoughts: bool) -> Option<Event> {
     let mut parts = vec![Part::text(OTHER_AGENT_PREAMBLE)];
     for part in event.content.as_ref()?.parts() {
         if let Some(call) = &part.function_call {
-            let args = pyrepr::repr_sorted(&call.args.clone().unwrap_or_default());
+            let args = call.args.as_ref().map_or_else(|| "{}".to_owned(), pyrepr::repr_sorted);
             parts.push(Part::text(format!(
                 "[{author}] called tool `{}` with parameters:\n{}",
                 elide(call.name()),
@@ -207,7 +207,7 @@ fn relay(event: &Event, thoughts: bool) -> Option<Event> {
             )));
         } else if let Some(response) = &part.function_response {
             let result = match &response.response {
-                Some(map) => pyrepr::repr(&serde_json::Value::Object(map.clone())),
+                Some(map) => pyrepr::repr_map(map),
                 None => "None".to_owned(),
             };
             parts.push(Part::text(format!(
@@ -292,6 +292,11 @@ fn response_key(part: &Part) -> Option<(Option<&str>, &str)> {
     part.function_response.as_ref().map(|r| (r.id.as_deref(), r.name()))
 }
 
+/// The parts of `event` that `keep` keeps, copied.
+fn parts_where(event: &Event, keep: impl Fn(&Part) -> bool) -> Vec<Part> {
+    event.content.as_ref().map(Content::parts).unwrap_or_default().iter().filter(|p| keep(p)).cloned().collect()
+}
+
 /// ADK's `merge_function_response_events`: the first event, later responses replacing the ones
 /// with their id, new ones and other parts appended.
 fn merge_responses(events: Vec<Event>) -> Event {
@@ -357,18 +362,10 @@ fn rearrange_latest_function_response(events: Vec<Event>) -> Vec<Event> {
                 continue;
             }
             let is_call_event = event.function_calls().next().is_some();
-            let matched: Vec<Part> = event
-                .content
-                .as_ref()
-                .map(Content::parts)
-                .unwrap_or_default()
-                .iter()
-                .filter(|p| match response_key(p) {
-                    Some((id, name)) => owning_call(&events, i, id, name) == Some(call),
-                    None => !is_call_event,
-                })
-                .cloned()
-                .collect();
+            let matched = parts_where(event, |p| match response_key(p) {
+                Some((id, name)) => owning_call(&events, i, id, name) == Some(call),
+                None => !is_call_event,
+            });
             if matched.iter().any(|p| p.function_response.is_some()) {
                 let mut event = event.clone();
                 if let Some(content) = event.content.as_mut() {
@@ -384,20 +381,10 @@ fn rearrange_latest_function_response(events: Vec<Event>) -> Vec<Event> {
     for (i, event) in events.iter().enumerate().take(latest_call + 1) {
         let mut event = event.clone();
         if event.function_responses().next().is_some() {
-            let kept: Vec<Part> = event
-                .content
-                .as_ref()
-                .map(Content::parts)
-                .unwrap_or_default()
-                .iter()
-                .filter(|p| match response_key(p) {
-                    Some((id, name)) => {
-                        owning_call(&events, i, id, name).is_none_or(|c| !parts_by_call.contains_key(&c))
-                    }
-                    None => true,
-                })
-                .cloned()
-                .collect();
+            let kept = parts_where(&event, |p| match response_key(p) {
+                Some((id, name)) => owning_call(&events, i, id, name).is_none_or(|c| !parts_by_call.contains_key(&c)),
+                None => true,
+            });
             if !kept.iter().any(|p| p.function_response.is_some() || p.function_call.is_some()) {
                 continue;
             }

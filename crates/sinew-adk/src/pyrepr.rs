@@ -3,12 +3,12 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 /// `repr(value)` as Python prints the value `json.loads` would have made.
 pub(crate) fn repr(value: &Value) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write(&mut out, value, Style::Repr);
     out
 }
 
@@ -16,97 +16,83 @@ pub(crate) fn repr(value: &Value) -> String {
 /// floats as Python prints them.
 pub(crate) fn json_dumps(value: &Value) -> String {
     let mut out = String::new();
-    write_json(&mut out, value);
+    write(&mut out, value, Style::Json);
     out
 }
 
-fn write_json(out: &mut String, value: &Value) {
+/// `str(dict)` of a JSON object.
+pub(crate) fn repr_map(map: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    write_entries(&mut out, map.iter(), Style::Repr);
+    out
+}
+
+/// `str(dict(sorted(map.items())))`: the keys sorted at the top level only (byte order is
+/// Python's code point order).
+pub(crate) fn repr_sorted(map: &Map<String, Value>) -> String {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = String::new();
+    write_entries(&mut out, entries.into_iter(), Style::Repr);
+    out
+}
+
+/// Python's `repr` or its `json.dumps`: the same layout, different spellings.
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    Repr,
+    Json,
+}
+
+fn write(out: &mut String, value: &Value, style: Style) {
+    let json = style == Style::Json;
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_f64().filter(|_| !(n.is_i64() || n.is_u64())) {
+        Value::Null => out.push_str(if json { "null" } else { "None" }),
+        Value::Bool(b) => out.push_str(match (b, json) {
+            (true, true) => "true",
+            (false, true) => "false",
+            (true, false) => "True",
+            (false, false) => "False",
+        }),
+        Value::Number(n) if json => match n.as_f64().filter(|_| !(n.is_i64() || n.is_u64())) {
             Some(f) if f.is_nan() => out.push_str("NaN"),
             Some(f) if f.is_infinite() => out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" }),
-            Some(f) => write_float(out, f),
-            None => {
-                let _ = write!(out, "{n}");
-            }
+            _ => write_number(out, n),
         },
-        Value::String(s) => {
-            // serde_json escapes as json.dumps(ensure_ascii=False) does.
-            out.push_str(&serde_json::to_string(s).unwrap_or_default());
-        }
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_text(out, s, style),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_json(out, item);
+                write(out, item, style);
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, value)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&serde_json::to_string(key).unwrap_or_default());
-                out.push_str(": ");
-                write_json(out, value);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_entries(out, map.iter(), style),
     }
 }
 
-/// `str(dict(sorted(map.items())))`: the keys sorted at the top level only.
-pub(crate) fn repr_sorted(map: &serde_json::Map<String, Value>) -> String {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    let mut out = String::from("{");
-    for (i, (key, value)) in entries.into_iter().enumerate() {
+fn write_entries<'a>(out: &mut String, entries: impl Iterator<Item = (&'a String, &'a Value)>, style: Style) {
+    out.push('{');
+    for (i, (key, value)) in entries.enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        write_str(&mut out, key);
+        write_text(out, key, style);
         out.push_str(": ");
-        write_value(&mut out, value);
+        write(out, value, style);
     }
     out.push('}');
-    out
 }
 
-fn write_value(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_value(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, value)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_str(out, key);
-                out.push_str(": ");
-                write_value(out, value);
-            }
-            out.push('}');
-        }
+fn write_text(out: &mut String, text: &str, style: Style) {
+    match style {
+        Style::Repr => write_str(out, text),
+        // serde_json escapes as json.dumps(ensure_ascii=False) does.
+        Style::Json => out.push_str(&serde_json::to_string(text).unwrap_or_default()),
     }
 }
 

@@ -10,51 +10,84 @@ use crate::agent::Agent;
 use crate::context::InvocationContext;
 use crate::error::Result;
 
-/// Runs its sub-agents one after the other, all in the same history; stops when one suspends the
-/// invocation (a long-running call) or ends it.
+/// What every workflow agent is: a name, a description and its sub-agents.
 #[derive(Clone)]
-pub struct SequentialAgent {
+struct Workflow {
     name: String,
     description: String,
     sub_agents: Vec<Arc<dyn Agent>>,
 }
 
-impl std::fmt::Debug for SequentialAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SequentialAgent").field("name", &self.name).finish_non_exhaustive()
+impl Workflow {
+    fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Self {
+        Workflow { name: name.into(), description: String::new(), sub_agents }
     }
+}
+
+/// The constructor, description setter, `Debug` and the `Agent` accessors a workflow agent has;
+/// its `run_impl` is its own.
+macro_rules! workflow_agent {
+    ($agent:ident, $new_doc:literal) => {
+        impl $agent {
+            #[doc = $new_doc]
+            pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Self {
+                $agent::from_workflow(Workflow::new(name, sub_agents))
+            }
+
+            /// With a description.
+            #[must_use]
+            pub fn with_description(mut self, description: impl Into<String>) -> Self {
+                self.workflow.description = description.into();
+                self
+            }
+        }
+
+        impl std::fmt::Debug for $agent {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($agent)).field("name", &self.workflow.name).finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+/// The `Agent` accessors of a workflow agent, inside its `impl Agent`.
+macro_rules! workflow_accessors {
+    () => {
+        fn name(&self) -> &str {
+            &self.workflow.name
+        }
+
+        fn description(&self) -> &str {
+            &self.workflow.description
+        }
+
+        fn sub_agents(&self) -> &[Arc<dyn Agent>] {
+            &self.workflow.sub_agents
+        }
+    };
+}
+
+/// Runs its sub-agents one after the other, all in the same history; stops when one suspends the
+/// invocation (a long-running call) or ends it.
+#[derive(Clone)]
+pub struct SequentialAgent {
+    workflow: Workflow,
 }
 
 impl SequentialAgent {
-    /// `name` running `sub_agents` in order.
-    pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Self {
-        SequentialAgent { name: name.into(), description: String::new(), sub_agents }
-    }
-
-    /// With a description.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
+    fn from_workflow(workflow: Workflow) -> Self {
+        SequentialAgent { workflow }
     }
 }
 
+workflow_agent!(SequentialAgent, "`name` running `sub_agents` in order.");
+
 #[async_trait]
 impl Agent for SequentialAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-        &self.sub_agents
-    }
+    workflow_accessors!();
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        for sub_agent in &self.sub_agents {
+        for sub_agent in &self.workflow.sub_agents {
             ctx.run(sub_agent).await?;
             if ctx.is_paused() || ctx.is_ended() {
                 break;
@@ -69,48 +102,24 @@ impl Agent for SequentialAgent {
 /// fails, which stops the others.
 #[derive(Clone)]
 pub struct ParallelAgent {
-    name: String,
-    description: String,
-    sub_agents: Vec<Arc<dyn Agent>>,
-}
-
-impl std::fmt::Debug for ParallelAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ParallelAgent").field("name", &self.name).finish_non_exhaustive()
-    }
+    workflow: Workflow,
 }
 
 impl ParallelAgent {
-    /// `name` running `sub_agents` at the same time.
-    pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Self {
-        ParallelAgent { name: name.into(), description: String::new(), sub_agents }
-    }
-
-    /// With a description.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
+    fn from_workflow(workflow: Workflow) -> Self {
+        ParallelAgent { workflow }
     }
 }
 
+workflow_agent!(ParallelAgent, "`name` running `sub_agents` at the same time.");
+
 #[async_trait]
 impl Agent for ParallelAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-        &self.sub_agents
-    }
+    workflow_accessors!();
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        let runs = self.sub_agents.iter().map(|sub_agent| {
-            let suffix = format!("{}.{}", self.name, sub_agent.name());
+        let runs = self.workflow.sub_agents.iter().map(|sub_agent| {
+            let suffix = format!("{}.{}", self.workflow.name, sub_agent.name());
             let branch = Some(match ctx.branch() {
                 Some(branch) => format!("{branch}.{suffix}"),
                 None => suffix,
@@ -128,25 +137,13 @@ impl Agent for ParallelAgent {
 /// suspends or ends.
 #[derive(Clone)]
 pub struct LoopAgent {
-    name: String,
-    description: String,
-    sub_agents: Vec<Arc<dyn Agent>>,
+    workflow: Workflow,
     max_iterations: Option<usize>,
 }
 
-impl std::fmt::Debug for LoopAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoopAgent")
-            .field("name", &self.name)
-            .field("max_iterations", &self.max_iterations)
-            .finish_non_exhaustive()
-    }
-}
-
 impl LoopAgent {
-    /// `name` looping over `sub_agents` until one escalates.
-    pub fn new(name: impl Into<String>, sub_agents: Vec<Arc<dyn Agent>>) -> Self {
-        LoopAgent { name: name.into(), description: String::new(), sub_agents, max_iterations: None }
+    fn from_workflow(workflow: Workflow) -> Self {
+        LoopAgent { workflow, max_iterations: None }
     }
 
     /// At most `n` rounds.
@@ -155,38 +152,23 @@ impl LoopAgent {
         self.max_iterations = Some(n);
         self
     }
-
-    /// With a description.
-    #[must_use]
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
-        self.description = description.into();
-        self
-    }
 }
+
+workflow_agent!(LoopAgent, "`name` looping over `sub_agents` until one escalates.");
 
 #[async_trait]
 impl Agent for LoopAgent {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn sub_agents(&self) -> &[Arc<dyn Agent>] {
-        &self.sub_agents
-    }
+    workflow_accessors!();
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        if self.sub_agents.is_empty() {
+        if self.workflow.sub_agents.is_empty() {
             return Ok(());
         }
         let mut rounds = 0;
         while self.max_iterations.is_none_or(|max| rounds < max) {
             let escalated = Arc::new(AtomicBool::new(false));
             let round_ctx = ctx.with_escalation_flag(escalated.clone());
-            for sub_agent in &self.sub_agents {
+            for sub_agent in &self.workflow.sub_agents {
                 round_ctx.run(sub_agent).await?;
                 if escalated.load(Ordering::SeqCst) || ctx.is_paused() || ctx.is_ended() {
                     return Ok(());
