@@ -16,6 +16,9 @@ use crate::{cargo, step, target_dir};
 /// The google-adk release whose JSON sinew-adk matches.
 const ADK_VERSION: &str = "2.13.0";
 
+/// The PostgreSQL driver adk-python's `DatabaseSessionService` uses (`postgresql+asyncpg://`).
+const ASYNCPG: &str = "asyncpg==0.32.0";
+
 /// The venv's python, with google-adk installed.
 pub(crate) fn ensure_venv() -> Result<PathBuf> {
     let venv = match std::env::var_os("SINEW_ADK_VENV").filter(|d| !d.is_empty()) {
@@ -33,7 +36,9 @@ pub(crate) fn ensure_venv() -> Result<PathBuf> {
             .context("python3 cannot make a venv (Debian: apt-get install python3-venv)")?;
     }
     let mut install = Command::new(&python);
-    install.args(["-m", "pip", "install", "--quiet", &format!("google-adk=={ADK_VERSION}")]);
+    // The `db` extra (SQLAlchemy) and asyncpg: the session interop tests run adk-python's
+    // `DatabaseSessionService` on SQLite and PostgreSQL.
+    install.args(["-m", "pip", "install", "--quiet", &format!("google-adk[db]=={ADK_VERSION}"), ASYNCPG]);
     step(&format!("install google-adk {ADK_VERSION}"), install)?;
     if !has_adk(&python) {
         bail!("google-adk {ADK_VERSION} was installed into {}, but does not import", venv.display());
@@ -43,7 +48,12 @@ pub(crate) fn ensure_venv() -> Result<PathBuf> {
 
 fn has_adk(python: &Path) -> bool {
     Command::new(python)
-        .args(["-c", &format!("import google.adk, sys; sys.exit(google.adk.__version__ != '{ADK_VERSION}')")])
+        .args([
+            "-c",
+            &format!(
+                "import google.adk, sqlalchemy, asyncpg, aiosqlite, sys; sys.exit(google.adk.__version__ != '{ADK_VERSION}')"
+            ),
+        ])
         .output()
         .is_ok_and(|o| o.status.success())
 }

@@ -89,9 +89,12 @@ fn ci(root: &Path) -> Result<()> {
     let adk_python = adk::ensure_venv()?;
     // Every cargo step sees the same environment, so the build scripts that read it agree and
     // nothing is compiled twice.
+    let postgres = postgres_url()?;
     let ci_cargo = || {
         let mut command = cargo();
         command.env("SINEW_PEERS_DIR", &peers);
+        command.env("SINEW_ADK_PYTHON", &adk_python);
+        command.env("SINEW_TEST_POSTGRES_URL", &postgres);
         command
     };
 
@@ -106,12 +109,6 @@ fn ci(root: &Path) -> Result<()> {
     tidy::run(root)?;
     codegen::run(root, true)?;
 
-    if std::env::var_os("SINEW_TEST_POSTGRES_URL").is_none() {
-        eprintln!(
-            "note: SINEW_TEST_POSTGRES_URL is not set: the PostgreSQL session store tests are ignored \
-             (set it to a server's URL, e.g. postgres://postgres@127.0.0.1:5432/test)"
-        );
-    }
     let mut tests = ci_cargo();
     tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);
     step("tests", tests)?;
@@ -141,6 +138,31 @@ fn ci(root: &Path) -> Result<()> {
 
     println!("\nci: all steps passed");
     Ok(())
+}
+
+/// The PostgreSQL server the session tests use: `SINEW_TEST_POSTGRES_URL`, else the local one.
+/// It must answer: the session stores' tests and the ADK interop tests are part of CI.
+fn postgres_url() -> Result<String> {
+    const LOCAL: &str = "postgres://postgres@127.0.0.1:5432/test";
+    let url = std::env::var("SINEW_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| LOCAL.into());
+    let host_port = url
+        .split_once("://")
+        .map(|(_, rest)| rest)
+        .and_then(|rest| rest.split(['/', '?']).next())
+        .map(|authority| authority.rsplit('@').next().unwrap_or(authority))
+        .context("SINEW_TEST_POSTGRES_URL is not a postgres:// URL")?;
+    let address = if host_port.contains(':') { host_port.to_owned() } else { format!("{host_port}:5432") };
+    let reachable = std::net::ToSocketAddrs::to_socket_addrs(&address)
+        .ok()
+        .and_then(|mut a| a.next())
+        .is_some_and(|socket| std::net::TcpStream::connect_timeout(&socket, std::time::Duration::from_secs(5)).is_ok());
+    if !reachable {
+        bail!(
+            "PostgreSQL does not answer at {address}: the session tests need a server \
+             (set SINEW_TEST_POSTGRES_URL, default {LOCAL})"
+        );
+    }
+    Ok(url)
 }
 
 /// Where cargo puts build output (`CARGO_TARGET_DIR`, else `target` of the workspace).

@@ -10,6 +10,15 @@ pub enum Error {
     /// The session is not there (ADK's `SessionNotFoundError`).
     #[error("session not found: {0}")]
     SessionNotFound(String),
+    /// The session object is older than what is stored: another writer appended to the session
+    /// since it was read (ADK's `StaleSessionError`). Read the session again, then append.
+    #[error(
+        "The session has been modified in storage since it was loaded. Please reload the session before appending more events."
+    )]
+    StaleSession {
+        /// The session's id.
+        id: String,
+    },
     /// The model failed: the provider's error.
     #[error("model: {0}")]
     Model(#[source] sinew_core::ProviderError),

@@ -25,12 +25,15 @@
 //! See `docs/concepts/adk.md` for how ADK's concepts map to sinew-adk.
 //!
 //! ## Feature flags
-//! None: everything here is always built.
+//! - `sqlite` (default): [`SqliteSessionService`], sessions in a SQLite file in adk-python's
+//!   schema (SQLite is compiled in).
+//! - `postgres`: `PostgresSessionService`, sessions in PostgreSQL in adk-python's schema.
 
 pub mod agent;
 pub mod artifact;
 pub mod callbacks;
 mod context;
+mod database;
 mod error;
 pub mod event;
 mod flow;
@@ -51,6 +54,10 @@ mod workflow;
 pub use agent::{Agent, AgentNames, check_agent_name};
 pub use artifact::{ArtifactService, InMemoryArtifactService};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
+#[cfg(feature = "postgres")]
+pub use database::PostgresSessionService;
+#[cfg(feature = "sqlite")]
+pub use database::SqliteSessionService;
 pub use error::{Error, Result};
 pub use event::{
     ArcStr, Event, EventActions, EventCompaction, LlmResponse, NodeInfo, ToolConfirmation, new_event_id, now_seconds,

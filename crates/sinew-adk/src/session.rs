@@ -196,18 +196,11 @@ impl InMemorySessionService {
 
 /// `stored` as a reader sees it: `app:` and `user:` state merged in, `events` as selected.
 fn merged(app: &App, user: &User, stored: &Session, events: &[Event]) -> Session {
-    let mut state = stored.state.clone();
-    for (key, value) in &app.state {
-        state.insert(format!("{APP_PREFIX}{key}"), value.clone());
-    }
-    for (key, value) in &user.state {
-        state.insert(format!("{USER_PREFIX}{key}"), value.clone());
-    }
     Session {
         id: stored.id.clone(),
         app_name: stored.app_name.clone(),
         user_id: stored.user_id.clone(),
-        state,
+        state: crate::database::merge_state(&app.state, &user.state, stored.state.clone()),
         events: events.to_vec(),
         last_update_time: stored.last_update_time,
     }

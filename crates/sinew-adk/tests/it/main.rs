@@ -5,6 +5,8 @@ mod flows;
 mod model;
 mod runner;
 mod session_services;
+#[cfg(all(feature = "sqlite", feature = "postgres"))]
+mod sql_sessions;
 mod wire;
 
 use std::path::PathBuf;

@@ -20,23 +20,26 @@ pub(crate) fn texts(session: &Session) -> Vec<String> {
     session.events.iter().map(|e| e.content.as_ref().map(Content::text).unwrap_or_default()).collect()
 }
 
-/// Instantiates the suite for the service `$make` builds (an expression of a fresh, empty service).
+/// Instantiates the suite for the service `$make` builds: an expression of a fresh, empty service
+/// and what must live as long as it (a temporary directory, a database schema). `$attr` goes on
+/// every test (an `ignore` when a server is missing).
 #[macro_export]
 macro_rules! session_service_conformance {
-    ($module:ident, $make:expr) => {
+    ($module:ident, $make:expr $(, #[$attr:meta])?) => {
         mod $module {
             use serde_json::json;
             use sinew_adk::{Error, GetSessionConfig, SessionService};
 
             use $crate::session_services::{event, state, texts};
 
-            async fn service() -> impl SessionService {
+            async fn service() -> (impl SessionService, impl Sized) {
                 $make
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn create_routes_state_by_prefix_and_drops_temp() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let created = s
                     .create_session("demo_agent", "u1", Some("s1"), state(json!({
                         "greeting": "hi", "user:lang": "en", "app:theme": "dark", "temp:x": 1
@@ -58,8 +61,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn ids_are_unique_and_generated_when_absent() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 let again = s.create_session("a", "u", Some("s1"), state(json!({}))).await;
                 assert!(matches!(again, Err(Error::SessionExists(ref id)) if id == "s1"), "{again:?}");
@@ -73,8 +77,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn get_misses_are_none() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 for (app, user, id) in [("a", "u", "s2"), ("a", "v", "s1"), ("b", "u", "s1")] {
                     assert!(s.get_session(app, user, id, GetSessionConfig::default()).await.unwrap().is_none());
@@ -82,8 +87,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn append_stores_events_and_routes_their_state() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut session = s.create_session("a", "u", Some("s1"), state(json!({"k": 0}))).await.unwrap();
                 let stored = s
                     .append_event(&mut session, event("e-1", "one", 10.0, json!({
@@ -108,8 +114,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn partial_events_are_given_back_and_never_stored() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut session = s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 let mut partial = event("e-1", "frag", 1.0, json!({"k": 1}));
                 partial.partial = Some(true);
@@ -121,8 +128,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn the_same_event_twice_is_stored_once() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut session = s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 let once = event("e-1", "one", 1.0, json!({}));
                 s.append_event(&mut session, once.clone()).await.unwrap();
@@ -132,8 +140,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn get_selects_recent_events_and_events_after_a_time() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut session = s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 for (i, text) in ["e0", "e1", "e2", "e3"].iter().enumerate() {
                     s.append_event(&mut session, event("e-1", text, 100.0 + i as f64, json!({}))).await.unwrap();
@@ -155,8 +164,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn list_has_no_events_merged_state_and_oldest_first() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut first = s.create_session("a", "u", Some("s-first"), state(json!({"n": 1}))).await.unwrap();
                 s.create_session("a", "v", Some("s-other"), state(json!({"user:x": 2}))).await.unwrap();
                 s.create_session("b", "u", Some("s-elsewhere"), state(json!({}))).await.unwrap();
@@ -175,8 +185,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn delete_removes_the_session_and_appending_to_it_fails() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut session = s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 s.append_event(&mut session, event("e-1", "one", 1.0, json!({}))).await.unwrap();
                 s.delete_session("a", "u", "s1").await.unwrap();
@@ -191,8 +202,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn get_or_create_creates_once() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let created = s.get_or_create_session("a", "u", "s1", state(json!({"k": 1}))).await.unwrap();
                 assert_eq!(created.state, state(json!({"k": 1})));
                 let mut session = created;
@@ -202,8 +214,10 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn concurrent_appends_are_all_kept() {
-                let s = std::sync::Arc::new(service().await);
+                let (s, _guard) = service().await;
+                let s = std::sync::Arc::new(s);
                 let session = s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 let tasks: Vec<_> = (0..16)
                     .map(|i| {
@@ -223,8 +237,9 @@ macro_rules! session_service_conformance {
             }
 
             #[tokio::test]
+            $(#[$attr])?
             async fn stored_events_survive_json() {
-                let s = service().await;
+                let (s, _guard) = service().await;
                 let mut session = s.create_session("a", "u", Some("s1"), state(json!({}))).await.unwrap();
                 let mut rich: sinew_adk::Event = serde_json::from_str(&$crate::data("samples/11_event_all_actions.json")).unwrap();
                 rich.actions.state_delta.insert("temp:t".into(), json!(1));
@@ -238,7 +253,7 @@ macro_rules! session_service_conformance {
     };
 }
 
-session_service_conformance!(in_memory, sinew_adk::InMemorySessionService::new());
+session_service_conformance!(in_memory, (sinew_adk::InMemorySessionService::new(), ()));
 
 #[tokio::test]
 async fn the_in_memory_service_hands_out_copies() {

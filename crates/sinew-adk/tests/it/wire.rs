@@ -191,3 +191,19 @@ fn shared_strings_behave_as_strings() {
     let read: Content = serde_json::from_value(json!({"role": "function", "parts": []})).unwrap();
     assert_eq!(read.role(), "function");
 }
+
+/// Times read back exactly as written: adk-python prints the shortest repr of a float, and a
+/// best-effort float parser is off by one ulp on some of them, which makes a session's
+/// `lastUpdateTime` unequal to adk-python's (sinew-adk turns on serde_json's `float_roundtrip`).
+#[test]
+fn times_read_back_to_the_same_float() {
+    let mut rng = fastrand::Rng::with_seed(17);
+    for _ in 0..20_000 {
+        let time = 1_795_000_000.0 + rng.f64() * 1_000_000.0;
+        let text = format!(r#"{{"invocationId": "e", "author": "user", "timestamp": {time}}}"#);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["timestamp"].as_f64(), Some(time), "{time}");
+        let event: Event = serde_json::from_str(&text).unwrap();
+        assert_eq!(event.timestamp, time);
+    }
+}

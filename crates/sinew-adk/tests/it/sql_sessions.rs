@@ -1,0 +1,465 @@
+//! The SQL session services: the conformance suite, adk-python's schema, stale writers, a writer
+//! killed mid-append, load, and interop with adk-python 2.13 both ways.
+//!
+//! PostgreSQL tests run against `SINEW_TEST_POSTGRES_URL`, each in a schema of its own; interop
+//! tests run adk-python from `SINEW_ADK_PYTHON` (`tests/data/scripts/adk_sessions.py`). Both are
+//! reported as ignored without them, and `cargo xtask ci` always sets them.
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt as _;
+use serde_json::{Map, Value, json};
+use sinew_adk::testing::ScriptedLlm;
+use sinew_adk::{
+    Content, Error, Event, GetSessionConfig, LlmAgent, PostgresSessionService, RunConfig, Runner, Session,
+    SessionService, SqliteSessionService, now_seconds,
+};
+
+use crate::session_services::state;
+
+pub(crate) fn sqlite_service() -> (SqliteSessionService, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    (SqliteSessionService::open(dir.path().join("sessions.db")).unwrap(), dir)
+}
+
+crate::session_service_conformance!(sqlite_conformance, crate::sql_sessions::sqlite_service());
+
+crate::session_service_conformance!(
+    postgres_conformance,
+    crate::sql_sessions::postgres_service().await,
+    #[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
+);
+
+fn server_url() -> String {
+    std::env::var("SINEW_TEST_POSTGRES_URL").expect("SINEW_TEST_POSTGRES_URL names the test server")
+}
+
+async fn admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&server_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("SINEW_TEST_POSTGRES_URL is set but the server does not answer: {e}"));
+    tokio::spawn(connection);
+    client
+}
+
+/// A PostgreSQL schema of one test, dropped with everything in it when the test ends.
+pub(crate) struct Schema(String);
+
+impl Schema {
+    async fn create() -> Schema {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("sinew_adk_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        admin()
+            .await
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"))
+            .await
+            .unwrap();
+        Schema(name)
+    }
+
+    /// The server's URL with `search_path` set to this schema.
+    fn url(&self) -> String {
+        let url = server_url();
+        let join = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{join}options=-c%20search_path%3D{}", self.0)
+    }
+
+    /// The same place as adk-python's `DatabaseSessionService` (asyncpg) names it.
+    fn python_url(&self) -> String {
+        let url = server_url();
+        let base = url.split('?').next().unwrap_or(&url);
+        let rest = base.split_once("://").map_or(base, |(_, rest)| rest);
+        format!("postgresql+asyncpg://{rest}?schema={}", self.0)
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let name = self.0.clone();
+        // Drop runs inside the test's runtime: do the async cleanup on a thread of its own.
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                admin().await.batch_execute(&format!("SET lock_timeout = '10s'; DROP SCHEMA {name} CASCADE")).await
+            })
+        });
+        if let Ok(Err(error)) = cleanup.join() {
+            panic!("could not drop test schema {}: {error}", self.0);
+        }
+    }
+}
+
+pub(crate) async fn postgres_service() -> (PostgresSessionService, Schema) {
+    let schema = Schema::create().await;
+    (PostgresSessionService::connect(&schema.url()).await.unwrap(), schema)
+}
+
+/// A user event at `timestamp`.
+fn said(text: &str, timestamp: f64) -> Event {
+    let mut event = Event::user("e-1", Content::user_text(text));
+    event.timestamp = timestamp;
+    event
+}
+
+/// Another writer appends through its own copy: the first copy is then stale and refused, and
+/// works again once read afresh. The writer's own copy goes on appending.
+async fn stale_copies_are_refused(s: &dyn SessionService) {
+    let created = s.create_session("a", "u", Some("s1"), Map::new()).await.unwrap();
+    let (mut mine, mut theirs) = (created.clone(), created);
+    let t = now_seconds();
+    s.append_event(&mut theirs, said("theirs", t + 1.0)).await.unwrap();
+    s.append_event(&mut theirs, said("theirs again", t + 2.0)).await.unwrap();
+    let refused = s.append_event(&mut mine, said("mine", t + 3.0)).await;
+    assert!(matches!(refused, Err(Error::StaleSession { ref id }) if id == "s1"), "{refused:?}");
+    assert!(refused.unwrap_err().to_string().starts_with("The session has been modified in storage"));
+    assert!(mine.events.is_empty(), "a refused event is not added to the session object");
+
+    let mut mine = s.get_session("a", "u", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    s.append_event(&mut mine, said("mine", t + 3.0)).await.unwrap();
+    let read = s.get_session("a", "u", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(crate::session_services::texts(&read), ["theirs", "theirs again", "mine"]);
+    assert_eq!(read.last_update_time, mine.last_update_time);
+}
+
+#[tokio::test]
+async fn sqlite_refuses_stale_session_objects() {
+    let (s, _dir) = sqlite_service();
+    stale_copies_are_refused(&s).await;
+}
+
+#[tokio::test]
+#[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
+async fn postgres_refuses_stale_session_objects() {
+    let (s, _schema) = postgres_service().await;
+    stale_copies_are_refused(&s).await;
+}
+
+/// The file holds adk-python's schema v1, rows as adk-python writes them (samples/17).
+#[tokio::test]
+async fn sqlite_files_hold_adk_pythons_schema_and_rows() {
+    let (s, dir) = sqlite_service();
+    let mut session =
+        s.create_session("app", "u", Some("s1"), state(json!({"k": 1, "app:a": "A", "user:b": "B"}))).await.unwrap();
+    let mut event = said("hi", 1_795_254_255.658_109_7);
+    event.actions.state_delta = state(json!({"k": 2, "user:b": "B2", "temp:t": 0}));
+    s.append_event(&mut session, event).await.unwrap();
+    assert_eq!(session.last_update_time, 1_795_254_255.658_11, "the stored time, rounded to the microsecond");
+
+    let db = rusqlite::Connection::open(dir.path().join("sessions.db")).unwrap();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(tables, ["adk_internal_metadata", "app_states", "events", "sessions", "user_states"]);
+    let version: String =
+        db.query_row("SELECT value FROM adk_internal_metadata WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, "1");
+    let (state_text, update_time): (String, String) =
+        db.query_row("SELECT state, update_time FROM sessions", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!((state_text.as_str(), update_time.as_str()), (r#"{"k": 2}"#, "2026-11-21 09:44:15.658110"));
+    let user: String = db.query_row("SELECT state FROM user_states", [], |r| r.get(0)).unwrap();
+    assert_eq!(user, r#"{"b": "B2"}"#);
+    let (timestamp, data): (String, String) =
+        db.query_row("SELECT timestamp, event_data FROM events", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(timestamp, "2026-11-21 09:44:15.658110");
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(data["invocation_id"], "e-1");
+    assert_eq!(data["actions"]["state_delta"], json!({"k": 2, "user:b": "B2"}), "temp: keys are never stored");
+    assert_eq!(data["timestamp"], json!(1_795_254_255.658_109_7), "the event keeps its exact time");
+}
+
+/// A database in ADK's legacy schema v0 (typed columns, pickled actions) is refused with a way out.
+#[test]
+fn legacy_schema_v0_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("legacy.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE events (id TEXT, app_name TEXT, author TEXT, actions BLOB)")
+        .unwrap();
+    let error = SqliteSessionService::open(&path).unwrap_err().to_string();
+    assert!(error.contains("schema version 0") && error.contains("adk migrate session"), "{error}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("not.db");
+    std::fs::write(&path, b"this is not a database, just some text that goes on long enough").unwrap();
+    let error = SqliteSessionService::open(&path).unwrap_err();
+    assert!(matches!(error, Error::Store(_)), "{error:?}");
+}
+
+/// 100 runners at once, each with a session of its own in one database: every event and every
+/// state key of every scope is kept.
+async fn hundred_runners(sessions: Arc<dyn SessionService>) {
+    const RUNNERS: usize = 100;
+    let tasks: Vec<_> = (0..RUNNERS)
+        .map(|i| {
+            let sessions = sessions.clone();
+            tokio::spawn(async move {
+                let (user, id) = (format!("u{}", i % 10), format!("s{i}"));
+                let initial = state(json!({"n": i, format!("user:seen_{i}"): true, format!("app:seen_{i}"): true}));
+                sessions.create_session("load", &user, Some(&id), initial).await.unwrap();
+                let llm = Arc::new(ScriptedLlm::texts([format!("first {i}"), format!("second {i}")]));
+                let agent = LlmAgent::builder("agent").model(llm).output_key("last").build().unwrap();
+                let runner = Runner::new("load", Arc::new(agent), sessions.clone()).unwrap();
+                for turn in ["one", "two"] {
+                    let events: Vec<_> = runner
+                        .run(&user, &id, Some(Content::user_text(turn)), None, RunConfig::default())
+                        .collect()
+                        .await;
+                    assert!(events.iter().all(Result::is_ok), "{events:?}");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut events = 0;
+    for i in 0..RUNNERS {
+        let read =
+            sessions.get_session("load", &format!("u{}", i % 10), &format!("s{i}"), GetSessionConfig::default()).await;
+        let read = read.unwrap().unwrap();
+        events += read.events.len();
+        assert_eq!(read.state["last"], format!("second {i}"));
+        assert_eq!(read.state["n"], i);
+        assert_eq!(read.state[&format!("user:seen_{i}")], true);
+        let app_keys = read.state.keys().filter(|k| k.starts_with("app:seen_")).count();
+        assert_eq!(app_keys, RUNNERS, "every runner's app: key");
+    }
+    assert_eq!(events, RUNNERS * 4, "two turns of a user event and an answer each");
+    assert_eq!(sessions.list_sessions("load", None).await.unwrap().len(), RUNNERS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_runners_share_one_sqlite_file() {
+    let (s, _dir) = sqlite_service();
+    hundred_runners(Arc::new(s)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
+async fn a_hundred_runners_share_one_postgres_database() {
+    let (s, _schema) = postgres_service().await;
+    hundred_runners(Arc::new(s)).await;
+}
+
+/// Set in the child process of [`a_writer_killed_mid_append_loses_no_acknowledged_event`].
+const CRASH_CHILD: &str = "SINEW_ADK_CRASH_CHILD_DB";
+
+/// A process appending as fast as it can is killed (SIGKILL) mid-append: the file opens, and
+/// every event the process was told was stored is there, for sinew and for adk-python. In the
+/// child process (`SINEW_ADK_CRASH_CHILD_DB` set) this test is the writer, and never returns.
+#[tokio::test]
+async fn a_writer_killed_mid_append_loses_no_acknowledged_event() {
+    if let Some(path) = std::env::var_os(CRASH_CHILD) {
+        let s = SqliteSessionService::open(PathBuf::from(path)).unwrap();
+        let mut session = s.create_session("interop", "u1", Some("crash"), state(json!({}))).await.unwrap();
+        let mut stdout = std::io::stdout().lock();
+        for i in 0.. {
+            let mut event = said(&format!("m{i}"), now_seconds());
+            event.actions.state_delta = state(json!({"count": i, "user:count": i, "app:count": i}));
+            let id = event.id.to_string();
+            s.append_event(&mut session, event).await.unwrap();
+            writeln!(stdout, "acked {id}").unwrap();
+            stdout.flush().unwrap();
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sql_sessions::a_writer_killed_mid_append_loses_no_acknowledged_event", "--nocapture"])
+        .env(CRASH_CHILD, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut acked = Vec::new();
+    while acked.len() < 200 {
+        let line = lines.next().expect("the writer stopped before it was killed").unwrap();
+        if let Some(id) = line.strip_prefix("acked ") {
+            acked.push(id.to_owned());
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Acknowledgements already in the pipe count too.
+    acked.extend(lines.map_while(Result::ok).filter_map(|l| l.strip_prefix("acked ").map(str::to_owned)));
+
+    let s = SqliteSessionService::open(&path).unwrap();
+    let read = s.get_session("interop", "u1", "crash", GetSessionConfig::default()).await.unwrap().unwrap();
+    let stored: Vec<&str> = read.events.iter().map(|e| &*e.id).collect();
+    assert!(
+        stored.len() == acked.len() || stored.len() == acked.len() + 1,
+        "{} stored, {} acked",
+        stored.len(),
+        acked.len()
+    );
+    assert_eq!(stored[..acked.len()], acked.iter().map(String::as_str).collect::<Vec<_>>()[..]);
+    let last = stored.len() - 1;
+    assert_eq!(read.state["count"], last);
+    assert_eq!(read.state["user:count"], last);
+    let integrity: String =
+        rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
+    assert_eq!(integrity, "ok");
+    if cfg!(sinew_test_adk_python) {
+        let python = adk_python(&["read", "database", &sqlite_url(&path), "crash"]);
+        assert_eq!(python[0]["events"].as_array().unwrap().len(), stored.len());
+    }
+}
+
+// ---- interop with adk-python ----
+
+fn sqlite_url(path: &Path) -> String {
+    format!("sqlite+aiosqlite:///{}", path.display())
+}
+
+/// Runs `tests/data/scripts/adk_sessions.py` with adk-python; its output, one JSON value per line.
+fn adk_python(args: &[&str]) -> Vec<Value> {
+    let python = std::env::var("SINEW_ADK_PYTHON").expect("SINEW_ADK_PYTHON names a python with google-adk[db] 2.13.0");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/scripts/adk_sessions.py");
+    let output = Command::new(python).arg(script).args(args).output().unwrap();
+    assert!(output.status.success(), "adk-python failed on {args:?}:\n{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Events of every kind adk-python records: text, calls and responses, transfers, every action,
+/// confirmation requests, and the rarer part kinds.
+fn recorded_events() -> Vec<Value> {
+    let mut events: Vec<Value> = serde_json::from_str(&crate::data("samples/02_run_weather.json")).unwrap();
+    let transfer: Value = serde_json::from_str(&crate::data("samples/16_transfer_events.json")).unwrap();
+    events.extend(transfer["transfer_ok"].as_array().unwrap().iter().cloned());
+    events.push(serde_json::from_str(&crate::data("samples/11_event_all_actions.json")).unwrap());
+    let confirmation: Vec<Value> =
+        serde_json::from_str(&crate::data("samples/03_run_confirmation_request.json")).unwrap();
+    events.extend(confirmation);
+    let kinds: Map<String, Value> = serde_json::from_str(&crate::data("samples/12_part_kinds.json")).unwrap();
+    let parts: Vec<Value> = kinds.into_values().collect();
+    events.push(json!({
+        "invocationId": "e-kinds", "author": "agent", "id": "kinds-1", "timestamp": 1.0,
+        "content": {"role": "model", "parts": parts},
+    }));
+    events
+}
+
+fn events_file(dir: &Path) -> String {
+    let path = dir.join("events.json");
+    std::fs::write(&path, serde_json::to_string(&recorded_events()).unwrap()).unwrap();
+    path.display().to_string()
+}
+
+fn wire(session: &Session) -> Value {
+    serde_json::to_value(session).unwrap()
+}
+
+/// adk-python wrote it: sinew reads the same session, state in every scope and every event.
+async fn reads_what_python_wrote(s: &dyn SessionService, python: &Value) {
+    let read = s.get_session("interop", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(wire(&read), *python);
+    assert_eq!(read.events.len(), recorded_events().len());
+    assert_eq!(read.state["app:theme"], "dark");
+    assert!(!read.state.contains_key("temp:scratch"));
+    // And sinew appends to it.
+    let mut session = read;
+    let mut event = said("appended by sinew", now_seconds());
+    event.actions.state_delta = state(json!({"sinew": 1, "user:sinew": 1, "app:sinew": 1}));
+    s.append_event(&mut session, event).await.unwrap();
+}
+
+/// sinew wrote it: adk-python reads the same session (validating every event), appends to it,
+/// and sinew reads that.
+async fn python_reads_what_sinew_wrote(s: &dyn SessionService, python: impl Fn() -> Vec<Value>) {
+    let ours = s.get_session("interop", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    let seen = python();
+    assert_eq!(seen[0], wire(&ours), "adk-python reads what sinew reads");
+    let after = s.get_session("interop", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(wire(&after), seen[1], "sinew reads what adk-python appended");
+    assert_eq!(after.events.last().unwrap().content.as_ref().unwrap().text(), "appended by adk-python");
+    assert_eq!(
+        (&after.state["python"], &after.state["user:python"], &after.state["app:python"]),
+        (&json!(true), &json!(true), &json!(true))
+    );
+}
+
+/// sinew's own writes of the recorded events, with fresh times.
+async fn write_as_sinew(s: &dyn SessionService) {
+    let initial = state(json!({"greeting": "hi", "app:theme": "dark", "user:lang": "en", "temp:scratch": 1}));
+    let mut session = s.create_session("interop", "u1", Some("s1"), initial).await.unwrap();
+    let start = now_seconds();
+    for (i, raw) in recorded_events().into_iter().enumerate() {
+        let mut event: Event = serde_json::from_value(raw).unwrap();
+        event.timestamp = start + i as f64 / 1000.0;
+        s.append_event(&mut session, event).await.unwrap();
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(not(sinew_test_adk_python), ignore = "set SINEW_ADK_PYTHON to a python with google-adk[db] 2.13.0")]
+async fn adk_python_sqlite_database_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = events_file(dir.path());
+    let theirs = dir.path().join("theirs.db");
+    let written = adk_python(&["write", "database", &sqlite_url(&theirs), "s1", &events]);
+    reads_what_python_wrote(&SqliteSessionService::open(&theirs).unwrap(), &written[0]).await;
+    // adk-python reads it back after sinew appended.
+    let again = adk_python(&["read", "database", &sqlite_url(&theirs), "s1"]);
+    assert_eq!(
+        again[0]["events"].as_array().unwrap().last().unwrap()["content"]["parts"][0]["text"],
+        "appended by sinew"
+    );
+
+    let ours = dir.path().join("ours.db");
+    let s = SqliteSessionService::open(&ours).unwrap();
+    write_as_sinew(&s).await;
+    python_reads_what_sinew_wrote(&s, || adk_python(&["read", "database", &sqlite_url(&ours), "s1"])).await;
+}
+
+#[tokio::test]
+#[cfg_attr(not(sinew_test_adk_python), ignore = "set SINEW_ADK_PYTHON to a python with google-adk[db] 2.13.0")]
+async fn adk_python_stdlib_sqlite_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = events_file(dir.path());
+    let theirs = dir.path().join("stdlib.db");
+    let target = theirs.display().to_string();
+    let written = adk_python(&["write", "sqlite", &target, "s1", &events]);
+    let s = SqliteSessionService::open(&theirs).unwrap();
+    reads_what_python_wrote(&s, &written[0]).await;
+    let again = adk_python(&["read", "sqlite", &target, "s1"]);
+    let read = s.get_session("interop", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(read.events.len(), recorded_events().len() + 2, "sinew's event and adk-python's");
+    assert_eq!(wire(&read), again[1]);
+}
+
+#[tokio::test]
+#[cfg_attr(
+    not(all(sinew_test_adk_python, sinew_test_postgres)),
+    ignore = "set SINEW_ADK_PYTHON and SINEW_TEST_POSTGRES_URL"
+)]
+async fn adk_python_postgres_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = events_file(dir.path());
+    let theirs = Schema::create().await;
+    let written = adk_python(&["write", "database", &theirs.python_url(), "s1", &events]);
+    reads_what_python_wrote(&PostgresSessionService::connect(&theirs.url()).await.unwrap(), &written[0]).await;
+    let again = adk_python(&["read", "database", &theirs.python_url(), "s1"]);
+    assert_eq!(
+        again[0]["events"].as_array().unwrap().last().unwrap()["content"]["parts"][0]["text"],
+        "appended by sinew"
+    );
+
+    let ours = Schema::create().await;
+    let s = PostgresSessionService::connect(&ours.url()).await.unwrap();
+    write_as_sinew(&s).await;
+    python_reads_what_sinew_wrote(&s, || adk_python(&["read", "database", &ours.python_url(), "s1"])).await;
+}
