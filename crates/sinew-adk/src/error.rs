@@ -25,9 +25,17 @@ pub enum Error {
     /// An agent is set up wrongly (a bad name, a missing model, settings in the wrong place).
     #[error("{0}")]
     InvalidAgent(String),
-    /// A transfer to an agent that is not there or not allowed (ADK's `ValueError`).
+    /// A transfer to an agent that is not allowed (ADK's `ValueError`).
     #[error("{0}")]
     AgentNotFound(String),
+    /// A transfer to an agent that is not in the agent tree: a model naming an agent that does
+    /// not exist. Worded as adk-go words it; adk-python says `Transfer target agent '<name>' not
+    /// found.` [`run_and_collect`](crate::run_and_collect) retries once with the valid names.
+    #[error("failed to find agent: {name}")]
+    UnknownAgent {
+        /// The name the model gave.
+        name: String,
+    },
     /// An instruction could not be built (a missing state key).
     #[error("{0}")]
     Instruction(String),

@@ -338,10 +338,12 @@ impl LlmAgent {
             return Err(Error::AgentNotFound(format!("Agent '{target}' cannot transfer to itself.")));
         }
         let Some(agent) = self.transfer_targets(&root).into_iter().find(|a| a.name() == target) else {
-            return Err(Error::AgentNotFound(match find_agent(&root, target) {
-                None => format!("Transfer target agent '{target}' not found."),
-                Some(_) => format!("Agent {} is not allowed to transfer to agent {target}.", self.name),
-            }));
+            return Err(match find_agent(&root, target) {
+                None => Error::UnknownAgent { name: target.to_owned() },
+                Some(_) => {
+                    Error::AgentNotFound(format!("Agent {} is not allowed to transfer to agent {target}.", self.name))
+                }
+            });
         };
         ctx.transfer_context(&agent).run(&agent).await
     }

@@ -29,6 +29,7 @@
 //!   schema (SQLite is compiled in).
 //! - `postgres`: `PostgresSessionService`, sessions in PostgreSQL in adk-python's schema.
 
+pub mod adapter;
 pub mod agent;
 pub mod artifact;
 pub mod callbacks;
@@ -51,6 +52,14 @@ mod tool;
 pub mod types;
 mod workflow;
 
+#[cfg(feature = "postgres")]
+pub use adapter::PostgresMessageStore;
+#[cfg(feature = "sqlite")]
+pub use adapter::SqliteMessageStore;
+pub use adapter::{
+    ChatMessage, Conversation, ConversationKey, EventsAdapter, InMemoryMessageStore, MessageStore,
+    SessionServiceAdapter, ToolCall, run_and_collect,
+};
 pub use agent::{Agent, AgentNames, check_agent_name};
 pub use artifact::{ArtifactService, InMemoryArtifactService};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};

@@ -1,4 +1,8 @@
 //! Session services over SQL databases in adk-python's own schema, so that sinew and adk-python
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, reason = "the helpers of the SQL services")
+)]
 //! open each other's databases: [`SqliteSessionService`] and [`PostgresSessionService`].
 //!
 //! The schema is `DatabaseSessionService`'s v1 (google-adk 2.13):
@@ -30,9 +34,9 @@ use crate::session::{APP_PREFIX, TEMP_PREFIX, USER_PREFIX};
 use crate::types::Session;
 
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
-mod sqlite;
+pub(crate) mod sqlite;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSessionService;

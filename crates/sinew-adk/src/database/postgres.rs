@@ -89,8 +89,19 @@ pub struct PostgresSessionService {
     pool: Pool,
 }
 
-fn db(what: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
+pub(crate) fn db(what: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
     move |e| store_error(what, e)
+}
+
+/// A pool of up to 16 connections to `url`, without TLS.
+pub(crate) fn pool(url: &str) -> Result<Pool> {
+    let config: tokio_postgres::Config = url.parse().map_err(db("parsing the database URL"))?;
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager)
+        .max_size(POOL_SIZE)
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| store_error("building the connection pool", e))
 }
 
 impl PostgresSessionService {
@@ -98,14 +109,7 @@ impl PostgresSessionService {
     /// the same host or a private network, with a pool of up to 16 connections. For TLS or other
     /// pool settings, build the pool yourself and use [`PostgresSessionService::from_pool`].
     pub async fn connect(url: &str) -> Result<Self> {
-        let config: tokio_postgres::Config = url.parse().map_err(db("parsing the database URL"))?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
-            .runtime(Runtime::Tokio1)
-            .build()
-            .map_err(|e| store_error("building the connection pool", e))?;
-        Self::from_pool(pool).await
+        Self::from_pool(pool(url)?).await
     }
 
     /// A service over `pool`; creates the tables first when they are missing.

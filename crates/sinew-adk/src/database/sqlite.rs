@@ -107,15 +107,8 @@ impl Layout {
 /// its owner only: conversations hold whatever was said.
 #[derive(Clone, Debug)]
 pub struct SqliteSessionService {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    path: PathBuf,
+    pool: SqlitePool,
     layout: Layout,
-    idle: Mutex<Vec<Connection>>,
-    permits: Semaphore,
 }
 
 impl SqliteSessionService {
@@ -123,23 +116,62 @@ impl SqliteSessionService {
     /// database in ADK's legacy schema v0 is refused: adk-python's `adk migrate session` converts
     /// it.
     pub fn open(path: impl Into<PathBuf>) -> Result<Self> {
-        let path = path.into();
-        let mut connection = connect(&path)?;
-        let layout = prepare(&mut connection)?;
-        let inner =
-            Inner { path, layout, idle: Mutex::new(vec![connection]), permits: Semaphore::new(MAX_CONNECTIONS) };
-        Ok(SqliteSessionService { inner: Arc::new(inner) })
+        let mut layout = Layout::Database;
+        let pool = SqlitePool::open(path.into(), |connection| {
+            layout = prepare(connection)?;
+            Ok(())
+        })?;
+        Ok(SqliteSessionService { pool, layout })
     }
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.inner.path
+        self.pool.path()
     }
 
     /// Runs `f` on a pooled connection, on the blocking pool.
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection, Layout) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let layout = self.layout;
+        self.pool.with(move |connection| f(connection, layout)).await
+    }
+}
+
+/// Pooled connections to one SQLite file (WAL, `synchronous = FULL`, foreign keys on, owner-only
+/// permissions); blocking work runs on tokio's blocking pool.
+#[derive(Clone, Debug)]
+pub(crate) struct SqlitePool {
+    inner: Arc<PoolInner>,
+}
+
+#[derive(Debug)]
+struct PoolInner {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    /// Bounds the open connections: each holds its own page cache, and SQLite runs one writer at
+    /// a time anyway.
+    permits: Semaphore,
+}
+
+impl SqlitePool {
+    /// Opens `path` and runs `prepare` (creating tables, say) on the first connection.
+    pub(crate) fn open(path: PathBuf, prepare: impl FnOnce(&mut Connection) -> Result<()>) -> Result<Self> {
+        let mut connection = connect(&path)?;
+        prepare(&mut connection)?;
+        let inner = PoolInner { path, idle: Mutex::new(vec![connection]), permits: Semaphore::new(MAX_CONNECTIONS) };
+        Ok(SqlitePool { inner: Arc::new(inner) })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `f` on a pooled connection, on the blocking pool.
+    pub(crate) async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let inner = Arc::clone(&self.inner);
         let _permit = self.inner.permits.acquire().await.map_err(|e| store_error("waiting for a connection", e))?;
@@ -149,7 +181,7 @@ impl SqliteSessionService {
                 Some(connection) => connection,
                 None => connect(&inner.path)?,
             };
-            let result = f(&mut connection, inner.layout);
+            let result = f(&mut connection);
             inner.idle.lock().unwrap_or_else(PoisonError::into_inner).push(connection);
             result
         })
@@ -158,7 +190,7 @@ impl SqliteSessionService {
     }
 }
 
-fn db(what: &'static str) -> impl Fn(rusqlite::Error) -> Error {
+pub(crate) fn db(what: &'static str) -> impl Fn(rusqlite::Error) -> Error {
     move |e| store_error(what, e)
 }
 

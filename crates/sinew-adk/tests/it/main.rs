@@ -2,9 +2,11 @@
 
 mod conformance;
 mod flows;
+mod message_stores;
 mod model;
 mod runner;
 mod session_services;
+mod spec000;
 #[cfg(all(feature = "sqlite", feature = "postgres"))]
 mod sql_sessions;
 mod wire;

@@ -38,7 +38,7 @@ fn text_of(response: &LlmResponse) -> String {
 }
 
 #[tokio::test]
-async fn non_streaming_yields_one_complete_response() {
+async fn non_streaming_mode_accumulates_complete_response() {
     let hello = || MockResponse::new().text_delta("Hello ").text_delta("world").usage(10, 5);
     let (items, _) = run(vec![hello()], request(vec![Content::user_text("hi")], None), false).await;
     assert_eq!(items.len(), 1, "{items:?}");
@@ -55,7 +55,7 @@ async fn non_streaming_yields_one_complete_response() {
 }
 
 #[tokio::test]
-async fn non_streaming_carries_the_tool_calls() {
+async fn non_streaming_mode_accumulates_tool_calls() {
     let call =
         MockResponse::new().text_delta("Let me check.").tool_call("call-1", "get_weather", json!({"city": "Paris"}));
     let (items, _) = run(vec![call], request(vec![Content::user_text("weather?")], None), false).await;
@@ -69,7 +69,7 @@ async fn non_streaming_carries_the_tool_calls() {
 }
 
 #[tokio::test]
-async fn streaming_yields_one_fragment_per_delta_then_the_aggregate() {
+async fn streaming_mode_yields_partial_events_and_complete_final() {
     let answer = MockResponse::new().thinking_delta("hmm").text_delta("Hello ").text_delta("world");
     let (items, _) = run(vec![answer], request(vec![Content::user_text("hi")], None), true).await;
     let items: Vec<LlmResponse> = items.into_iter().map(Result::unwrap).collect();
@@ -89,7 +89,7 @@ async fn streaming_yields_one_fragment_per_delta_then_the_aggregate() {
 }
 
 #[tokio::test]
-async fn a_provider_error_is_yielded_at_once_and_ends_the_stream() {
+async fn provider_error_propagates_correctly() {
     for stream in [false, true] {
         let refused = MockResponse::error(ProviderError::Auth("bad key".into()));
         let (items, _) = run(vec![refused], request(vec![Content::user_text("hi")], None), stream).await;
@@ -104,25 +104,36 @@ async fn a_provider_error_is_yielded_at_once_and_ends_the_stream() {
     }
 }
 
+/// The system prompt the provider saw for `system`; the contents alone are the messages.
+async fn system_prompt_for(system: Option<SystemInstruction>) -> String {
+    let (_, provider) =
+        run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], system), false).await;
+    let seen = &provider.requests()[0];
+    // Only the contents are forwarded as messages: the instruction is not a message.
+    assert_eq!(
+        seen.messages,
+        vec![Message::user("hi")].into_iter().map(|m| with_time(m, &seen.messages[0])).collect::<Vec<_>>()
+    );
+    seen.system_prompt.clone()
+}
+
+// sinew providers take the system message as the request's system prompt, which each protocol
+// sends first, in its own way.
 #[tokio::test]
-async fn the_system_instruction_becomes_the_system_prompt() {
+async fn system_instruction_present_in_request() {
+    let system = SystemInstruction::Text("You are a demo agent.".into());
+    assert_eq!(system_prompt_for(Some(system)).await, "You are a demo agent.");
+}
+
+#[tokio::test]
+async fn system_instruction_absent() {
+    assert_eq!(system_prompt_for(None).await, "");
+}
+
+#[tokio::test]
+async fn multi_part_system_instruction() {
     let multi = Content::new("user", vec![Part::text("Be brief."), Part::text("Answer in French.")]);
-    let cases = [
-        (Some(SystemInstruction::Text("You are a demo agent.".into())), "You are a demo agent."),
-        (Some(SystemInstruction::Content(multi)), "Be brief.\nAnswer in French."),
-        (None, ""),
-    ];
-    for (system, expected) in cases {
-        let (_, provider) =
-            run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], system), false).await;
-        let seen = &provider.requests()[0];
-        assert_eq!(seen.system_prompt, expected);
-        // Only the contents are forwarded as messages: the instruction is not a message.
-        assert_eq!(
-            seen.messages,
-            vec![Message::user("hi")].into_iter().map(|m| with_time(m, &seen.messages[0])).collect::<Vec<_>>()
-        );
-    }
+    assert_eq!(system_prompt_for(Some(SystemInstruction::Content(multi))).await, "Be brief.\nAnswer in French.");
 }
 
 /// `expected` with the timestamp of `seen`, which the adapter stamps.
@@ -137,7 +148,7 @@ fn with_time(expected: Message, seen: &Message) -> Message {
 }
 
 #[tokio::test]
-async fn function_call_ids_are_kept_or_named_after_the_function() {
+async fn function_call_with_original_id_in_convert_messages() {
     let history = vec![
         Content::user_text("weather in Paris and Rome?"),
         Content::new(

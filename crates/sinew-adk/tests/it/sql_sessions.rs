@@ -50,7 +50,7 @@ async fn admin() -> tokio_postgres::Client {
 pub(crate) struct Schema(String);
 
 impl Schema {
-    async fn create() -> Schema {
+    pub(crate) async fn create() -> Schema {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!("sinew_adk_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         admin()
@@ -62,7 +62,7 @@ impl Schema {
     }
 
     /// The server's URL with `search_path` set to this schema.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let url = server_url();
         let join = if url.contains('?') { '&' } else { '?' };
         format!("{url}{join}options=-c%20search_path%3D{}", self.0)
