@@ -174,7 +174,9 @@ fn target_dir() -> Result<PathBuf> {
 
 fn bench(args: &[String]) -> Result<()> {
     let Some(name) = args.first() else {
-        bail!("usage: cargo xtask bench <loop | decode | e2e | adk | compaction | sessions | sse> [args]")
+        bail!(
+            "usage: cargo xtask bench <loop | decode | e2e | adk | adk-sessions | compaction | sessions | sse> [args]"
+        )
     };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
@@ -184,7 +186,10 @@ fn bench(args: &[String]) -> Result<()> {
         "compaction" => ("sinew-agent", "compaction"),
         "sse" => ("sinew-http", "sse"),
         "sessions" => ("sinew-session", "sessions"),
-        other => bail!("unknown benchmark `{other}` (known: loop, decode, e2e, adk, compaction, sessions, sse)"),
+        "adk-sessions" => ("sinew-adk", "adk_sessions"),
+        other => bail!(
+            "unknown benchmark `{other}` (known: loop, decode, e2e, adk, adk-sessions, compaction, sessions, sse)"
+        ),
     };
     let mut command = cargo();
     if name == "e2e" || name == "adk" {
@@ -202,6 +207,9 @@ fn bench(args: &[String]) -> Result<()> {
         command.args(["--features", "testing,adk"]);
     }
     if name == "sessions" && std::env::var_os("SINEW_TEST_POSTGRES_URL").is_some() {
+        command.args(["--features", "postgres"]);
+    }
+    if name == "adk-sessions" {
         command.args(["--features", "postgres"]);
     }
     command.arg("--").args(&args[1..]);

@@ -24,7 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sinew-mcp", &["sinew-core", "sinew-http"]),
     ("sinew-openapi", &["sinew-core", "sinew-http"]),
     ("sinew-session", &["sinew-core"]),
-    ("sinew-adk", &["sinew-core", "sinew-agent", "sinew-session"]),
+    ("sinew-adk", &["sinew-core", "sinew-agent", "sinew-compaction", "sinew-session"]),
     ("sinew-testing", &["sinew-core"]),
 ];
 

@@ -45,6 +45,7 @@ mod llm_agent;
 pub mod model;
 pub mod plugin;
 mod pyrepr;
+mod record;
 mod runner;
 pub mod session;
 pub mod testing;
@@ -83,6 +84,7 @@ pub use llm_agent::{
 };
 pub use model::{Llm, ModelAdapter};
 pub use plugin::Plugin;
+pub use record::to_sinew_session;
 pub use runner::{Runner, agent_to_run, new_invocation_id};
 pub use session::{GetSessionConfig, InMemorySessionService, SessionService, apply_event};
 pub use tool::{FunctionTool, Tool, ToolAdapter, exit_loop};

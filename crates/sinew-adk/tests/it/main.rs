@@ -4,6 +4,7 @@ mod conformance;
 mod flows;
 mod message_stores;
 mod model;
+mod record;
 mod runner;
 mod session_services;
 mod spec000;
