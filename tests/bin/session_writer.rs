@@ -6,6 +6,9 @@
 //! - `sinew-e2e-session-writer sqlite PATH`: the same into the SQLite store at PATH.
 //! - `sinew-e2e-session-writer postgres URL NAME`: appends loops `NAME-0`, `NAME-1`... to session
 //!   `shared`, one merge each, printing each id once the merge is acknowledged.
+//! - `sinew-e2e-session-writer adk-sqlite PATH`: appends ADK events (with state in every scope) to
+//!   session `crash` of app `interop`, user `u1`, in the ADK SQLite service at PATH, forever,
+//!   printing each event's id once the append is acknowledged.
 
 #![allow(clippy::print_stdout)]
 
@@ -53,6 +56,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Ok(())
         }
-        _ => Err("usage: sinew-e2e-session-writer json DIR | sqlite PATH | postgres URL NAME".into()),
+        ["adk-sqlite", path] => {
+            use sinew::adk::{Content, Event, SessionService, SqliteSessionService, now_seconds};
+            let service = SqliteSessionService::open(path)?;
+            let mut session = service.get_or_create_session("interop", "u1", "crash", Default::default()).await?;
+            let mut stdout = std::io::stdout();
+            for i in 0_u64.. {
+                let mut event = Event::user("e-crash", Content::user_text(format!("m{i}")));
+                event.timestamp = now_seconds();
+                let delta = serde_json::json!({"count": i, "user:count": i, "app:count": i});
+                event.actions.state_delta = delta.as_object().cloned().unwrap_or_default();
+                let id = event.id.to_string();
+                service.append_event(&mut session, event).await?;
+                writeln!(stdout, "{id}")?;
+                stdout.flush()?;
+            }
+            Ok(())
+        }
+        _ => Err("usage: sinew-e2e-session-writer json DIR | sqlite PATH | postgres URL NAME | adk-sqlite PATH".into()),
     }
 }

@@ -12,9 +12,7 @@ pub enum Error {
     SessionNotFound(String),
     /// The session object is older than what is stored: another writer appended to the session
     /// since it was read (ADK's `StaleSessionError`). Read the session again, then append.
-    #[error(
-        "The session has been modified in storage since it was loaded. Please reload the session before appending more events."
-    )]
+    #[error("session {id} was modified in storage since it was read: read it again before appending")]
     StaleSession {
         /// The session's id.
         id: String,

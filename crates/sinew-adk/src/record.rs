@@ -41,7 +41,11 @@ pub fn to_sinew_session(session: &Session) -> sinew_session::Session {
             if let Some(metadata) = &event.usage_metadata {
                 let input = metadata.prompt_token_count.unwrap_or(0);
                 let cached = metadata.cached_content_token_count.unwrap_or(0).min(input);
-                let output = metadata.candidates_token_count.unwrap_or(0) + metadata.thoughts_token_count.unwrap_or(0);
+                // Stored counts: saturating, never a panic.
+                let output = metadata
+                    .candidates_token_count
+                    .unwrap_or(0)
+                    .saturating_add(metadata.thoughts_token_count.unwrap_or(0));
                 let mut used = Usage::new(input - cached, output);
                 used.cache_read = cached;
                 used.total_tokens = metadata.total_token_count.unwrap_or(used.total_tokens);

@@ -203,6 +203,7 @@ fn merged(app: &App, user: &User, stored: &Session, events: &[Event]) -> Session
         state: crate::database::merge_state(&app.state, &user.state, stored.state.clone()),
         events: events.to_vec(),
         last_update_time: stored.last_update_time,
+        storage_revision: None,
     }
 }
 

@@ -9,7 +9,11 @@ use crate::json::to_snake_value;
 
 /// A conversation (`google.adk.sessions.Session`): its merged state (session keys plus the `app:`
 /// and `user:` keys it sees) and its events, oldest first.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+///
+/// A session read from a SQL service remembers which stored revision it was read at (adk-python's
+/// private `_storage_update_marker`), so that the service can refuse its appends once another
+/// writer has moved on; the revision is not part of its JSON nor of its equality.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Session {
@@ -24,6 +28,20 @@ pub struct Session {
     pub events: Vec<Event>,
     #[serde(default, alias = "last_update_time")]
     pub last_update_time: f64,
+    /// The stored revision this object was read at (the stored update time, in microseconds).
+    #[serde(skip)]
+    pub(crate) storage_revision: Option<i64>,
+}
+
+impl PartialEq for Session {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.app_name == other.app_name
+            && self.user_id == other.user_id
+            && self.state == other.state
+            && self.events == other.events
+            && self.last_update_time == other.last_update_time
+    }
 }
 
 impl Session {

@@ -41,7 +41,7 @@
 //! ```
 //!
 //! ## Feature flags
-//! None.
+//! - `postgres`: [`postgres::TestSchema`], a PostgreSQL schema of one test.
 
 mod assert;
 mod decoding;
@@ -52,6 +52,8 @@ pub mod mcp_script;
 mod mock;
 pub mod mockllm;
 pub mod peers;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod server;
 mod tools;
 pub mod transport;

@@ -29,8 +29,9 @@ fn missing_agent(error: &Error) -> Option<String> {
 
 /// Runs `message` through `runner` and returns the agents' text (spec 000's `RunAndCollect`).
 ///
-/// The text comes from the streamed fragments when there were any, and from the complete events
-/// otherwise, never from both, so streaming does not double it. When the run fails with
+/// Each answer's text comes from its streamed fragments when it was streamed, and from its
+/// complete event otherwise, never from both, so streaming does not double it (and an agent that
+/// answers whole after one that streamed is not lost). When the run fails with
 /// `failed to find agent: <name>` (a transfer to an agent that does not exist) and the root agent
 /// has sub-agents, the model is told which agents exist ([`correction_message`]) and the run is
 /// retried exactly once; the retry's error is returned if it fails too. Any other error, or a
@@ -52,7 +53,9 @@ pub async fn run_and_collect(
     run_once(runner, user_id, session_id, correction, config).await
 }
 
-/// One run's text: fragments' when there were any, complete events' otherwise.
+/// One run's text, event by event: a response streamed in fragments counts its fragments, and
+/// its complete event (which repeats them under the same id) is skipped; a response that came
+/// whole counts its complete event.
 async fn run_once(
     runner: &Runner,
     user_id: &str,
@@ -61,17 +64,17 @@ async fn run_once(
     config: RunConfig,
 ) -> Result<String> {
     let mut events = runner.run(user_id, session_id, Some(message), None, config);
-    let (mut streamed, mut complete) = (String::new(), String::new());
-    let mut saw_fragments = false;
+    let mut text = String::new();
+    let mut streamed: Option<crate::event::ArcStr> = None;
     while let Some(event) = events.next().await {
         let event = event?;
         let Some(content) = event.content.as_ref().filter(|_| &*event.author != crate::genai::USER) else { continue };
         if event.is_partial() {
-            saw_fragments = true;
-            streamed.push_str(&content.text());
-        } else {
-            complete.push_str(&content.text());
+            text.push_str(&content.text());
+            streamed = Some(event.id.clone());
+        } else if streamed.as_ref() != Some(&event.id) {
+            text.push_str(&content.text());
         }
     }
-    Ok(if saw_fragments { streamed } else { complete })
+    Ok(text)
 }

@@ -173,16 +173,17 @@ pub trait MessageStore: Send + Sync {
     /// Deletes the conversation and its messages; deleting a missing one does nothing.
     async fn delete(&self, key: &ConversationKey) -> Result<()>;
 
-    /// Appends `message` (when there is one) and adds `state_delta` to the state, in one write;
-    /// a message whose id is already stored is not stored again. [`Error::SessionNotFound`] when
-    /// the conversation is not there.
+    /// Appends `message` (when there is one) and adds `state_delta` to the state, in one write,
+    /// and says whether it did: a message whose id is already stored is not stored again, and
+    /// then nothing changes (`false`). [`Error::SessionNotFound`] when the conversation is not
+    /// there.
     async fn append(
         &self,
         key: &ConversationKey,
         message: Option<&ChatMessage>,
         state_delta: &Map<String, Value>,
         at: f64,
-    ) -> Result<()>;
+    ) -> Result<bool>;
 }
 
 /// Conversations in memory: for tests and examples.
@@ -240,17 +241,17 @@ impl MessageStore for InMemoryMessageStore {
         message: Option<&ChatMessage>,
         state_delta: &Map<String, Value>,
         at: f64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut conversations = self.conversations();
         let conversation = conversations.get_mut(key).ok_or_else(|| Error::SessionNotFound(key.id.clone()))?;
         if let Some(message) = message {
             if !message.id.is_empty() && conversation.messages.iter().any(|m| m.id == message.id) {
-                return Ok(());
+                return Ok(false);
             }
             conversation.messages.push(message.clone());
         }
         conversation.state.extend(state_delta.iter().map(|(k, v)| (k.clone(), v.clone())));
         conversation.updated_at = at;
-        Ok(())
+        Ok(true)
     }
 }

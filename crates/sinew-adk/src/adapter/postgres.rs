@@ -5,7 +5,7 @@ use deadpool_postgres::Pool;
 use serde_json::{Map, Value};
 
 use super::{ChatMessage, Conversation, ConversationKey, MessageStore, ToolCall};
-use crate::database::postgres::{db, pool};
+use crate::database::postgres::{col, db, pool};
 use crate::database::{state_object, store_error};
 use crate::error::{Error, Result};
 
@@ -61,6 +61,8 @@ impl PostgresMessageStore {
         let error = db("creating the message tables");
         let mut client = pool.get().await.map_err(|e| store_error("connecting to the database", e))?;
         let tx = client.transaction().await.map_err(&error)?;
+        // Waiting for another instance's lock is bounded.
+        tx.batch_execute("SET LOCAL lock_timeout = '30s'").await.map_err(&error)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await.map_err(&error)?;
         tx.batch_execute(SCHEMA).await.map_err(&error)?;
         tx.commit().await.map_err(&error)?;
@@ -126,17 +128,22 @@ impl MessageStore for PostgresMessageStore {
         let mut messages = Vec::with_capacity(rows.len());
         for message in rows {
             let tool_calls: Vec<ToolCall> =
-                serde_json::from_value(message.get(4)).map_err(|e| store_error("reading messages", e))?;
+                serde_json::from_value(col(&message, 4)?).map_err(|e| store_error("reading messages", e))?;
             messages.push(ChatMessage {
-                id: message.get(0),
-                role: message.get(1),
-                author: message.get(2),
-                content: message.get(3),
+                id: col(&message, 0)?,
+                role: col(&message, 1)?,
+                author: col(&message, 2)?,
+                content: col(&message, 3)?,
                 tool_calls,
-                timestamp: message.get(5),
+                timestamp: col(&message, 5)?,
             });
         }
-        Ok(Some(Conversation { key: key.clone(), state: state_object(row.get(0))?, messages, updated_at: row.get(1) }))
+        Ok(Some(Conversation {
+            key: key.clone(),
+            state: state_object(col(&row, 0)?)?,
+            messages,
+            updated_at: col(&row, 1)?,
+        }))
     }
 
     async fn list(&self, app_name: &str, user_id: Option<&str>) -> Result<Vec<Conversation>> {
@@ -153,10 +160,10 @@ impl MessageStore for PostgresMessageStore {
         rows.into_iter()
             .map(|row| {
                 Ok(Conversation {
-                    key: ConversationKey::new(app_name, row.get::<_, String>(0), row.get::<_, String>(1)),
-                    state: state_object(row.get(2))?,
+                    key: ConversationKey::new(app_name, col::<String>(&row, 0)?, col::<String>(&row, 1)?),
+                    state: state_object(col(&row, 2)?)?,
                     messages: Vec::new(),
-                    updated_at: row.get(3),
+                    updated_at: col(&row, 3)?,
                 })
             })
             .collect()
@@ -180,7 +187,7 @@ impl MessageStore for PostgresMessageStore {
         message: Option<&ChatMessage>,
         state_delta: &Map<String, Value>,
         at: f64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let error = db("appending a message");
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&error)?;
@@ -223,7 +230,7 @@ impl MessageStore for PostgresMessageStore {
                 .map_err(&error)?;
             if inserted == 0 {
                 tx.commit().await.map_err(&error)?;
-                return Ok(());
+                return Ok(false);
             }
         }
         tx.execute(
@@ -233,6 +240,7 @@ impl MessageStore for PostgresMessageStore {
         )
         .await
         .map_err(&error)?;
-        tx.commit().await.map_err(&error)
+        tx.commit().await.map_err(&error)?;
+        Ok(true)
     }
 }

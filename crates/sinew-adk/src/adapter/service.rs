@@ -142,7 +142,11 @@ impl SessionService for SessionServiceAdapter {
         let stored = without_temp(&event);
         let message = message_from_event(&stored);
         let key = ConversationKey::new(&session.app_name, &session.user_id, &session.id);
-        self.store.append(&key, message.as_ref(), &stored.actions.state_delta, stored.timestamp).await?;
+        let appended = self.store.append(&key, message.as_ref(), &stored.actions.state_delta, stored.timestamp).await?;
+        if !appended {
+            // Stored before: the session object has it already.
+            return Ok(stored);
+        }
         if message.is_some() {
             return Ok(apply_event(session, event));
         }

@@ -196,7 +196,7 @@ impl MessageStore for SqliteMessageStore {
         message: Option<&ChatMessage>,
         state_delta: &Map<String, Value>,
         at: f64,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let (key, message, delta) = (key.clone(), message.cloned(), state_delta.clone());
         self.pool
             .with(move |connection| {
@@ -236,7 +236,7 @@ impl MessageStore for SqliteMessageStore {
                         .map_err(&error)?;
                     if inserted == 0 {
                         // Stored before: the append happened already.
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
                 let mut state = state_object(parse("appending a message", &state)?)?;
@@ -247,7 +247,8 @@ impl MessageStore for SqliteMessageStore {
                     params![key.app_name, key.user_id, key.id, json_text(&state)?, at],
                 )
                 .map_err(&error)?;
-                tx.commit().map_err(&error)
+                tx.commit().map_err(&error)?;
+                Ok(true)
             })
             .await
     }

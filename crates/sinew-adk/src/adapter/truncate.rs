@@ -21,11 +21,13 @@ fn tokens(message: &ChatMessage, counter: &dyn TokenCounter) -> usize {
 }
 
 /// The newest messages that fit `budget` tokens ([`DEFAULT_TOKEN_BUDGET`] when `0`), counted
-/// from the newest back until the budget is spent; the newest message is always kept.
+/// from the newest back until the budget is spent (the newest message counts even when it alone
+/// is over the budget).
 ///
 /// When older messages were cut, the kept history never starts with a tool message or with an
-/// assistant call whose responses were cut: they are skipped. When nothing was cut, the history
-/// is kept whole, a trailing call still waiting for its response included.
+/// assistant call whose responses are not all there: they are skipped, even when that leaves
+/// nothing (the run's new message still goes to the model). When nothing was cut, the history is
+/// kept whole, a trailing call still waiting for its response included.
 pub fn truncate_to_budget<'a>(
     messages: &'a [ChatMessage],
     budget: usize,

@@ -19,9 +19,10 @@
 //! `event_data` is the event's snake_case storage form ([`crate::to_snake_value`]).
 //!
 //! Appends behave as adk-python's: one transaction each, serialized per session, and a session
-//! object that another writer has overtaken is refused with [`Error::StaleSession`] (the stored
-//! session was updated after the object's `last_update_time`, and its newest stored event is not
-//! the object's last one).
+//! object that another writer has overtaken is refused with [`Error::StaleSession`]: one read
+//! from the service must still be at the stored revision it was read at; one without a revision
+//! (built by hand, read from JSON) is refused when the stored session was updated after its
+//! `last_update_time` and its newest stored event is not the object's last one.
 
 use std::fmt;
 
@@ -166,17 +167,28 @@ pub(crate) fn event_from_row(id: String, invocation_id: String, timestamp: f64, 
         .map_err(|e| store_error("reading an event", format!("event {id} is not an ADK event: {e}")))
 }
 
-/// adk-python's stale-writer check for a session object without a storage marker: the stored
-/// session may be newer than the object only when the object has seen the newest stored event.
-pub(crate) fn check_fresh(session: &Fresh, stored_update: f64, newest_stored_event: Option<&str>) -> Result<()> {
-    if stored_update <= session.last_update_time {
-        return Ok(());
-    }
-    if newest_stored_event == session.last_event_id.as_deref() {
-        Ok(())
-    } else {
-        Err(Error::StaleSession { id: session.id.clone() })
-    }
+/// The revision a stored update time stands for: the time in microseconds.
+pub(crate) fn revision(update_time: f64) -> i64 {
+    // Saturating: a damaged time gives a revision no session object holds.
+    #[allow(clippy::cast_possible_truncation)]
+    let micros = (update_time * 1e6).round() as i64;
+    micros
+}
+
+/// adk-python's stale-writer check. A session object read from the service carries the
+/// revision it was read at, and the stored session must still be at it. One without (built by
+/// hand, read from JSON) may be behind the stored session only when it has seen the newest
+/// stored event (`newest_stored_event`, asked only then).
+pub(crate) fn check_fresh(
+    session: &Fresh,
+    stored_update: f64,
+    newest_stored_event: impl FnOnce() -> Result<Option<String>>,
+) -> Result<()> {
+    let fresh = match session.revision {
+        Some(read_at) => read_at == revision(stored_update),
+        None => stored_update <= session.last_update_time || newest_stored_event()? == session.last_event_id,
+    };
+    if fresh { Ok(()) } else { Err(Error::StaleSession { id: session.id.clone() }) }
 }
 
 /// What an append needs to know of the session object, owned so blocking work can take it.
@@ -187,6 +199,7 @@ pub(crate) struct Fresh {
     pub(crate) id: String,
     pub(crate) last_update_time: f64,
     pub(crate) last_event_id: Option<String>,
+    pub(crate) revision: Option<i64>,
 }
 
 impl Fresh {
@@ -197,6 +210,7 @@ impl Fresh {
             id: session.id.clone(),
             last_update_time: session.last_update_time,
             last_event_id: session.events.last().map(|e| e.id.to_string()),
+            revision: session.storage_revision,
         }
     }
 }
@@ -209,40 +223,42 @@ pub(crate) enum Appended {
     AlreadyStored,
 }
 
-/// Finishes an append in the session object: the event goes in, and the session's time becomes
-/// the stored one.
+/// Finishes an append in the session object: the event goes in, and the session's time and
+/// revision become the stored ones.
 pub(crate) fn commit_to_session(session: &mut Session, event: Event, appended: Appended) -> Event {
     match appended {
         Appended::AlreadyStored => event,
         Appended::Stored(update_time) => {
             let stored = crate::session::apply_event(session, event);
             session.last_update_time = update_time;
+            session.storage_revision = Some(revision(update_time));
             stored
         }
     }
 }
 
-/// A session id as given, or a fresh uuid when none (or a blank one) is.
+/// A session read from a service at `update_time`.
+pub(crate) fn stored_session(
+    app_name: impl Into<String>,
+    user_id: impl Into<String>,
+    id: impl Into<String>,
+    state: Map<String, Value>,
+    events: Vec<Event>,
+    update_time: f64,
+) -> Session {
+    let mut session = Session::new(app_name, user_id, id);
+    session.state = state;
+    session.events = events;
+    session.last_update_time = update_time;
+    session.storage_revision = Some(revision(update_time));
+    session
+}
+
+/// A session id as given (verbatim, as `DatabaseSessionService` keeps it), or a fresh uuid when
+/// none (or a blank one) is.
 pub(crate) fn session_id_or_new(session_id: Option<&str>) -> String {
-    session_id.map(str::trim).filter(|id| !id.is_empty()).map_or_else(crate::event::uuid4, str::to_owned)
+    session_id.filter(|id| !id.trim().is_empty()).map_or_else(crate::event::uuid4, str::to_owned)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_round_to_the_microsecond_as_python_does() {
-        // 1795254255.6581097 is stored as .658110 by google-adk (samples/17).
-        let time = to_datetime(1_795_254_255.658_109_7);
-        assert_eq!(datetime_text(time), "2026-11-21 09:44:15.658110");
-        assert_eq!(to_seconds(time), 1_795_254_255.658_11);
-        assert_eq!(parse_datetime_text("2026-11-21 09:44:15.658110"), Some(time));
-        assert_eq!(datetime_text(parse_datetime_text("2026-11-21 09:44:15").unwrap()), "2026-11-21 09:44:15.000000");
-        // Half a microsecond rounds to even; a carry moves into the second.
-        assert_eq!(datetime_text(to_datetime(0.000_002_5)), "1970-01-01 00:00:00.000002");
-        assert_eq!(datetime_text(to_datetime(0.999_999_9)), "1970-01-01 00:00:01.000000");
-        assert_eq!(datetime_text(to_datetime(f64::NAN)), "1970-01-01 00:00:00.000000");
-        assert!(parse_datetime_text("yesterday").is_none());
-    }
-}
+mod tests;

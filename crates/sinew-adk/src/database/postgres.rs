@@ -10,8 +10,8 @@ use tokio_postgres::types::ToSql;
 
 use super::{
     Appended, Fresh, SCHEMA_VERSION, SCHEMA_VERSION_KEY, check_fresh, commit_to_session, event_data, event_from_row,
-    merge_state, session_id_or_new, state_object, store_error, to_datetime, to_seconds, unsupported_schema,
-    without_temp,
+    merge_state, session_id_or_new, state_object, store_error, stored_session, to_datetime, to_seconds,
+    unsupported_schema, without_temp,
 };
 use crate::error::{Error, Result};
 use crate::event::{Event, now_seconds};
@@ -63,6 +63,9 @@ CREATE INDEX IF NOT EXISTS idx_events_app_user_session_ts_id
 /// Serializes table creation across every process sharing the database.
 const SCHEMA_LOCK: i64 = 0x4144_4b53_4553_5331; // "ADKSESS1"
 
+/// How long a connection is waited for (to the server, or from an exhausted pool) at most.
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Connections [`PostgresSessionService::connect`] pools at most.
 const POOL_SIZE: usize = 16;
 
@@ -93,13 +96,24 @@ pub(crate) fn db(what: &'static str) -> impl Fn(tokio_postgres::Error) -> Error 
     move |e| store_error(what, e)
 }
 
+/// Column `index` of `row`; a value of another type (a NULL, an `infinity` time) is an error.
+pub(crate) fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a tokio_postgres::Row, index: usize) -> Result<T> {
+    row.try_get(index).map_err(|e| store_error("reading a row", e))
+}
+
 /// A pool of up to 16 connections to `url`, without TLS.
 pub(crate) fn pool(url: &str) -> Result<Pool> {
-    let config: tokio_postgres::Config = url.parse().map_err(db("parsing the database URL"))?;
+    let mut config: tokio_postgres::Config = url.parse().map_err(db("parsing the database URL"))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(WAIT);
+    }
     let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(manager)
         .max_size(POOL_SIZE)
         .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(WAIT))
+        .create_timeout(Some(WAIT))
+        .recycle_timeout(Some(WAIT))
         .build()
         .map_err(|e| store_error("building the connection pool", e))
 }
@@ -132,26 +146,26 @@ impl PostgresSessionService {
         let error = db("preparing the session tables");
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&error)?;
+        // Waiting for another instance's lock is bounded.
+        tx.batch_execute("SET LOCAL lock_timeout = '30s'").await.map_err(&error)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await.map_err(&error)?;
-        let has_table = |name: &'static str| {
-            let tx = &tx;
-            async move {
-                tx.query_one("SELECT to_regclass($1) IS NOT NULL", &[&name]).await.map(|row| row.get::<_, bool>(0))
-            }
-        };
-        if has_table("adk_internal_metadata").await.map_err(&error)? {
-            let version = tx
+        let flag = |row: tokio_postgres::Row| col::<bool>(&row, 0);
+        let has_metadata =
+            flag(tx.query_one("SELECT to_regclass('adk_internal_metadata') IS NOT NULL", &[]).await.map_err(&error)?)?;
+        let has_events = flag(tx.query_one("SELECT to_regclass('events') IS NOT NULL", &[]).await.map_err(&error)?)?;
+        if has_metadata {
+            let row = tx
                 .query_opt("SELECT value FROM adk_internal_metadata WHERE key = $1", &[&SCHEMA_VERSION_KEY])
                 .await
-                .map_err(&error)?
-                .map(|row| row.get::<_, String>(0));
+                .map_err(&error)?;
+            let version = row.map(|row| col::<String>(&row, 0)).transpose()?;
             match version.as_deref() {
                 Some(SCHEMA_VERSION) => {}
                 Some(other) => return Err(unsupported_schema(other)),
                 None => return Err(unsupported_schema("(missing)")),
             }
-        } else if has_table("events").await.map_err(&error)? {
-            let legacy = tx
+        } else if has_events {
+            let row = tx
                 .query_one(
                     "SELECT count(*) FILTER (WHERE column_name = 'actions') > 0
                         AND count(*) FILTER (WHERE column_name = 'event_data') = 0
@@ -160,9 +174,8 @@ impl PostgresSessionService {
                     &[],
                 )
                 .await
-                .map_err(&error)?
-                .get::<_, bool>(0);
-            if legacy {
+                .map_err(&error)?;
+            if flag(row)? {
                 return Err(unsupported_schema("0"));
             }
         }
@@ -183,7 +196,7 @@ fn now() -> NaiveDateTime {
 
 async fn read_state(client: &impl GenericClient, sql: &str, key: &[&(dyn ToSql + Sync)]) -> Result<Map<String, Value>> {
     match client.query_opt(sql, key).await.map_err(db("reading a state"))? {
-        Some(row) => state_object(row.get(0)),
+        Some(row) => state_object(col(&row, 0)?),
         None => Ok(Map::new()),
     }
 }
@@ -206,10 +219,10 @@ async fn read_session(
         .await
         .map_err(db("reading a session"))?;
     let Some(row) = row else { return Ok(None) };
-    let state = state_object(row.get(0))?;
-    let app = state_object(row.get::<_, Option<Value>>(2).unwrap_or(Value::Null))?;
-    let user = state_object(row.get::<_, Option<Value>>(3).unwrap_or(Value::Null))?;
-    Ok(Some((merge_state(&app, &user, state), to_seconds(row.get(1)))))
+    let state = state_object(col(&row, 0)?)?;
+    let app = state_object(col::<Option<Value>>(&row, 2)?.unwrap_or(Value::Null))?;
+    let user = state_object(col::<Option<Value>>(&row, 3)?.unwrap_or(Value::Null))?;
+    Ok(Some((merge_state(&app, &user, state), to_seconds(col(&row, 1)?))))
 }
 
 #[async_trait]
@@ -244,10 +257,7 @@ impl SessionService for PostgresSessionService {
         let (state, update_time) =
             read_session(&tx, app_name, user_id, &id).await?.ok_or_else(|| Error::SessionNotFound(id.clone()))?;
         tx.commit().await.map_err(&error)?;
-        let mut created = Session::new(app_name, user_id, id);
-        created.state = state;
-        created.last_update_time = update_time;
-        Ok(created)
+        Ok(stored_session(app_name, user_id, id, state, Vec::new(), update_time))
     }
 
     async fn get_session(
@@ -257,7 +267,7 @@ impl SessionService for PostgresSessionService {
         session_id: &str,
         config: GetSessionConfig,
     ) -> Result<Option<Session>> {
-        let id = session_id.trim();
+        let id = session_id;
         let error = db("reading a session");
         let mut client = self.client().await?;
         // One snapshot: the state and the events are of the same moment.
@@ -288,15 +298,11 @@ impl SessionService for PostgresSessionService {
                 .await
                 .map_err(db("reading events"))?;
             for row in rows.into_iter().rev() {
-                events.push(event_from_row(row.get(0), row.get(1), to_seconds(row.get(2)), row.get(3))?);
+                events.push(event_from_row(col(&row, 0)?, col(&row, 1)?, to_seconds(col(&row, 2)?), col(&row, 3)?)?);
             }
         }
         tx.commit().await.map_err(&error)?;
-        let mut session = Session::new(app_name, user_id, id);
-        session.state = state;
-        session.events = events;
-        session.last_update_time = update_time;
-        Ok(Some(session))
+        Ok(Some(stored_session(app_name, user_id, id, state, events, update_time)))
     }
 
     async fn list_sessions(&self, app_name: &str, user_id: Option<&str>) -> Result<Vec<Session>> {
@@ -314,17 +320,16 @@ impl SessionService for PostgresSessionService {
             .map_err(db("listing sessions"))?;
         rows.into_iter()
             .map(|row| {
-                let user = state_object(row.get::<_, Option<Value>>(4).unwrap_or(Value::Null))?;
-                let mut session = Session::new(app_name, row.get::<_, String>(0), row.get::<_, String>(1));
-                session.state = merge_state(&app, &user, state_object(row.get(2))?);
-                session.last_update_time = to_seconds(row.get(3));
-                Ok(session)
+                let user = state_object(col::<Option<Value>>(&row, 4)?.unwrap_or(Value::Null))?;
+                let state = merge_state(&app, &user, state_object(col(&row, 2)?)?);
+                let (user_id, id): (String, String) = (col(&row, 0)?, col(&row, 1)?);
+                Ok(stored_session(app_name, user_id, id, state, Vec::new(), to_seconds(col(&row, 3)?)))
             })
             .collect()
     }
 
     async fn delete_session(&self, app_name: &str, user_id: &str, session_id: &str) -> Result<()> {
-        let id = session_id.trim();
+        let id = session_id;
         let error = db("deleting a session");
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&error)?;
@@ -363,19 +368,22 @@ impl SessionService for PostgresSessionService {
             .await
             .map_err(&error)?;
         let Some(row) = row else { return Err(Error::SessionNotFound(fresh.id)) };
-        let update_time = to_seconds(row.get(0));
-        if update_time > fresh.last_update_time {
-            let newest: Option<String> = tx
+        let update_time = to_seconds(col(&row, 0)?);
+        // The newest stored event matters only to a session object without a revision.
+        let newest: Option<String> = if fresh.revision.is_none() && update_time > fresh.last_update_time {
+            let row = tx
                 .query_opt(
                     "SELECT id FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
                      ORDER BY \"timestamp\" DESC, id DESC LIMIT 1",
                     &[&fresh.app_name, &fresh.user_id, &fresh.id],
                 )
                 .await
-                .map_err(&error)?
-                .map(|row| row.get(0));
-            check_fresh(&fresh, update_time, newest.as_deref())?;
-        }
+                .map_err(&error)?;
+            row.map(|row| col(&row, 0)).transpose()?
+        } else {
+            None
+        };
+        check_fresh(&fresh, update_time, || Ok(newest))?;
         let time = to_datetime(stored.timestamp);
         let inserted = tx
             .execute(
@@ -386,14 +394,14 @@ impl SessionService for PostgresSessionService {
             .await
             .map_err(&error)?;
         if inserted == 0 {
-            let existing: Option<Value> = tx
+            let row = tx
                 .query_one(
                     "SELECT event_data FROM events WHERE id = $1 AND app_name = $2 AND user_id = $3 AND session_id = $4",
                     &[&&*stored.id, &fresh.app_name, &fresh.user_id, &fresh.id],
                 )
                 .await
-                .map_err(&error)?
-                .get(0);
+                .map_err(&error)?;
+            let existing: Option<Value> = col(&row, 0)?;
             if existing.as_ref() == Some(&data) {
                 return Ok(event);
             }

@@ -14,8 +14,8 @@ use tokio::sync::Semaphore;
 
 use super::{
     Appended, Fresh, SCHEMA_VERSION, SCHEMA_VERSION_KEY, check_fresh, commit_to_session, datetime_text, event_data,
-    event_from_row, merge_state, parse_datetime_text, session_id_or_new, state_object, store_error, to_datetime,
-    to_seconds, unsupported_schema, without_temp,
+    event_from_row, merge_state, parse_datetime_text, session_id_or_new, state_object, store_error, stored_session,
+    to_datetime, to_seconds, unsupported_schema, without_temp,
 };
 use crate::error::{Error, Result};
 use crate::event::{Event, now_seconds};
@@ -158,6 +158,13 @@ struct PoolInner {
 impl SqlitePool {
     /// Opens `path` and runs `prepare` (creating tables, say) on the first connection.
     pub(crate) fn open(path: PathBuf, prepare: impl FnOnce(&mut Connection) -> Result<()>) -> Result<Self> {
+        if path.as_os_str().is_empty() || path == Path::new(":memory:") {
+            // Each pooled connection would open a database of its own.
+            return Err(store_error(
+                "opening the session database",
+                "an in-memory SQLite database cannot be shared by a pool: give a file (or use the in-memory service)",
+            ));
+        }
         let mut connection = connect(&path)?;
         prepare(&mut connection)?;
         let inner = PoolInner { path, idle: Mutex::new(vec![connection]), permits: Semaphore::new(MAX_CONNECTIONS) };
@@ -204,15 +211,19 @@ fn connect(path: &Path) -> Result<Connection> {
     Ok(connection)
 }
 
-/// Makes `path` readable and writable by its owner only (0600); SQLite gives its `-wal` and
-/// `-shm` files the database's permissions.
+/// Creates the database file readable and writable by its owner only (0600): conversations hold
+/// whatever was said. An existing file keeps its permissions (adk-python may share it); SQLite
+/// gives its `-wal` and `-shm` files the database's.
 fn make_private(path: &Path) -> Result<()> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        let io = |e: std::io::Error| store_error("securing the session database file", e);
-        std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(path).map_err(io)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+        match created {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(store_error("creating the session database file", e)),
+        }
     }
     #[cfg(not(unix))]
     let _ = path;
@@ -381,7 +392,11 @@ fn read_events(
         sql.push_str(" AND timestamp >= ?4");
         values.push(layout.time(after));
     }
-    sql.push_str(" ORDER BY timestamp DESC, id DESC");
+    // The stdlib service breaks ties in append order, `DatabaseSessionService` by id.
+    sql.push_str(match layout {
+        Layout::Database => " ORDER BY timestamp DESC, id DESC",
+        Layout::Stdlib => " ORDER BY timestamp DESC, rowid DESC",
+    });
     if let Some(n) = config.num_recent_events {
         sql.push_str(&format!(" LIMIT {}", i64::try_from(n).unwrap_or(i64::MAX)));
     }
@@ -406,10 +421,19 @@ fn read_events(
     Ok(events)
 }
 
-fn newest_event_id(tx: &Transaction<'_>, fresh: &Fresh) -> Result<Option<String>> {
+fn newest_event_id(tx: &Transaction<'_>, fresh: &Fresh, layout: Layout) -> Result<Option<String>> {
     tx.query_row(
-        "SELECT id FROM events WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3
-         ORDER BY timestamp DESC, id DESC LIMIT 1",
+        match layout {
+            Layout::Database => {
+                "SELECT id FROM events WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3
+                 ORDER BY timestamp DESC, id DESC LIMIT 1"
+            }
+            // The stdlib service breaks ties in append order.
+            Layout::Stdlib => {
+                "SELECT id FROM events WHERE app_name = ?1 AND user_id = ?2 AND session_id = ?3
+                 ORDER BY timestamp DESC, rowid DESC LIMIT 1"
+            }
+        },
         [&fresh.app_name, &fresh.user_id, &fresh.id],
         |row| row.get(0),
     )
@@ -454,10 +478,7 @@ impl SessionService for SqliteSessionService {
             let (state, update_time) =
                 read_session(&tx, &app_name, &user_id, &id)?.ok_or_else(|| Error::SessionNotFound(id.clone()))?;
             tx.commit().map_err(db("creating a session"))?;
-            let mut created = Session::new(app_name, user_id, id);
-            created.state = state;
-            created.last_update_time = update_time;
-            Ok(created)
+            Ok(stored_session(app_name, user_id, id, state, Vec::new(), update_time))
         })
         .await
     }
@@ -469,18 +490,14 @@ impl SessionService for SqliteSessionService {
         session_id: &str,
         config: GetSessionConfig,
     ) -> Result<Option<Session>> {
-        let (app_name, user_id, id) = (app_name.to_owned(), user_id.to_owned(), session_id.trim().to_owned());
+        let (app_name, user_id, id) = (app_name.to_owned(), user_id.to_owned(), session_id.to_owned());
         self.with(move |connection, layout| {
             // One read transaction: the state and the events are of the same moment.
             let tx = connection.transaction().map_err(db("reading a session"))?;
             let Some((state, update_time)) = read_session(&tx, &app_name, &user_id, &id)? else { return Ok(None) };
             let events = read_events(&tx, layout, &app_name, &user_id, &id, config)?;
             tx.finish().map_err(db("reading a session"))?;
-            let mut session = Session::new(app_name, user_id, id);
-            session.state = state;
-            session.events = events;
-            session.last_update_time = update_time;
-            Ok(Some(session))
+            Ok(Some(stored_session(app_name, user_id, id, state, events, update_time)))
         })
         .await
     }
@@ -517,10 +534,8 @@ impl SessionService for SqliteSessionService {
                     Some(text) => state_object(parse_json("listing sessions", &text)?)?,
                     None => Map::new(),
                 };
-                let mut session = Session::new(app_name.clone(), user_id, id);
-                session.state = merge_state(&app, &user, state);
-                session.last_update_time = update_time;
-                sessions.push(session);
+                let state = merge_state(&app, &user, state);
+                sessions.push(stored_session(app_name.clone(), user_id, id, state, Vec::new(), update_time));
             }
             Ok(sessions)
         })
@@ -528,7 +543,7 @@ impl SessionService for SqliteSessionService {
     }
 
     async fn delete_session(&self, app_name: &str, user_id: &str, session_id: &str) -> Result<()> {
-        let key = [app_name.to_owned(), user_id.to_owned(), session_id.trim().to_owned()];
+        let key = [app_name.to_owned(), user_id.to_owned(), session_id.to_owned()];
         self.with(move |connection, _| {
             let tx = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -571,9 +586,7 @@ impl SessionService for SqliteSessionService {
                     .optional()
                     .map_err(db("appending an event"))?;
                 let Some((state, update_time)) = row else { return Err(Error::SessionNotFound(fresh.id)) };
-                if update_time > fresh.last_update_time {
-                    check_fresh(&fresh, update_time, newest_event_id(&tx, &fresh)?.as_deref())?;
-                }
+                check_fresh(&fresh, update_time, || newest_event_id(&tx, &fresh, layout))?;
                 let inserted = tx
                     .execute(
                         "INSERT INTO events (id, app_name, user_id, session_id, invocation_id, timestamp, event_data)

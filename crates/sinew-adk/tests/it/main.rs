@@ -4,11 +4,13 @@ mod conformance;
 mod flows;
 mod message_stores;
 mod model;
+#[cfg(feature = "postgres")]
+mod pg;
 mod record;
 mod runner;
 mod session_services;
 mod spec000;
-#[cfg(all(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "sqlite")]
 mod sql_sessions;
 mod wire;
 

@@ -33,12 +33,14 @@ pub(crate) async fn suite(store: Arc<dyn MessageStore>) {
         ChatMessage::new("assistant", "done"),
     ];
     for (i, message) in messages.iter().enumerate() {
-        store.append(&key("s1"), Some(message), &state(json!({ format!("k{i}"): i })), 10.0 + i as f64).await.unwrap();
+        let delta = state(json!({ format!("k{i}"): i }));
+        assert!(store.append(&key("s1"), Some(message), &delta, 10.0 + i as f64).await.unwrap());
     }
     // The same id again is not stored twice, and changes nothing.
-    store.append(&key("s1"), Some(&messages[0]), &state(json!({"late": true})), 99.0).await.unwrap();
+    let again = store.append(&key("s1"), Some(&messages[0]), &state(json!({"late": true})), 99.0).await.unwrap();
+    assert!(!again, "reported as not stored");
     // A state delta alone.
-    store.append(&key("s1"), None, &state(json!({"topic": "u"})), 20.0).await.unwrap();
+    assert!(store.append(&key("s1"), None, &state(json!({"topic": "u"})), 20.0).await.unwrap());
 
     let loaded = store.load(&key("s1")).await.unwrap().unwrap();
     assert_eq!(loaded.messages, messages);
@@ -95,25 +97,26 @@ async fn in_memory_store() {
     suite(Arc::new(sinew_adk::InMemoryMessageStore::new())).await;
 }
 
-#[cfg(all(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "sqlite")]
 mod sql {
     use std::sync::Arc;
 
-    use sinew_adk::{
-        Content, Event, GetSessionConfig, PostgresMessageStore, SessionService, SessionServiceAdapter,
-        SqliteMessageStore,
-    };
+    #[cfg(feature = "postgres")]
+    use sinew_adk::PostgresMessageStore;
+    use sinew_adk::{Content, Event, GetSessionConfig, SessionService, SessionServiceAdapter, SqliteMessageStore};
 
     use super::{concurrent, suite};
-    use crate::sql_sessions::Schema;
+    #[cfg(feature = "postgres")]
+    use crate::pg::Schema;
 
     fn sqlite() -> (SqliteMessageStore, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         (SqliteMessageStore::open(dir.path().join("chat.db")).unwrap(), dir)
     }
 
+    #[cfg(feature = "postgres")]
     async fn postgres() -> (PostgresMessageStore, Schema) {
-        let schema = Schema::create().await;
+        let schema = crate::pg::schema().await;
         (PostgresMessageStore::connect(&schema.url()).await.unwrap(), schema)
     }
 
@@ -129,6 +132,7 @@ mod sql {
         concurrent(Arc::new(store)).await;
     }
 
+    #[cfg(feature = "postgres")]
     #[tokio::test]
     #[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
     async fn postgres_store() {
@@ -136,6 +140,7 @@ mod sql {
         suite(Arc::new(store)).await;
     }
 
+    #[cfg(feature = "postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     #[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
     async fn postgres_store_concurrent_conversations() {

@@ -154,6 +154,10 @@ async fn multiple_events_accumulate_in_memory() {
     adapter.append_event(&mut session, model_event(vec![Part::text("two")])).await.unwrap();
     adapter.append_event(&mut session, Event::user("e-2", Content::user_text("three"))).await.unwrap();
     assert_eq!(texts(&session.events), ["one", "two", "three"]);
+    // The same event again is stored once, and shown once.
+    let again = session.events[1].clone();
+    adapter.append_event(&mut session, again).await.unwrap();
+    assert_eq!(texts(&session.events), ["one", "two", "three"]);
     let reloaded = load(&adapter).await;
     assert_eq!(texts(&reloaded.events), ["one", "two", "three"]);
     assert_eq!(store.load(&key()).await.unwrap().unwrap().messages.len(), 3);

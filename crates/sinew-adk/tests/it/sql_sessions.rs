@@ -1,23 +1,27 @@
-//! The SQL session services: the conformance suite, adk-python's schema, stale writers, a writer
-//! killed mid-append, load, and interop with adk-python 2.13 both ways.
+//! The SQL session services: the conformance suite, adk-python's schema, stale writers, load, and
+//! interop with adk-python 2.13 both ways. (A writer killed mid-append: the root `tests/`
+//! package's `session_crash.rs`.)
 //!
 //! PostgreSQL tests run against `SINEW_TEST_POSTGRES_URL`, each in a schema of its own; interop
 //! tests run adk-python from `SINEW_ADK_PYTHON` (`tests/data/scripts/adk_sessions.py`). Both are
 //! reported as ignored without them, and `cargo xtask ci` always sets them.
 
-use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt as _;
 use serde_json::{Map, Value, json};
+#[cfg(feature = "postgres")]
+use sinew_adk::PostgresSessionService;
 use sinew_adk::testing::ScriptedLlm;
 use sinew_adk::{
-    Content, Error, Event, GetSessionConfig, LlmAgent, PostgresSessionService, RunConfig, Runner, Session,
-    SessionService, SqliteSessionService, now_seconds,
+    Content, Error, Event, GetSessionConfig, LlmAgent, RunConfig, Runner, Session, SessionService,
+    SqliteSessionService, now_seconds,
 };
+
+#[cfg(feature = "postgres")]
+use crate::pg::Schema;
 
 use crate::session_services::state;
 
@@ -28,73 +32,16 @@ pub(crate) fn sqlite_service() -> (SqliteSessionService, tempfile::TempDir) {
 
 crate::session_service_conformance!(sqlite_conformance, crate::sql_sessions::sqlite_service());
 
+#[cfg(feature = "postgres")]
 crate::session_service_conformance!(
     postgres_conformance,
     crate::sql_sessions::postgres_service().await,
     #[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
 );
 
-fn server_url() -> String {
-    std::env::var("SINEW_TEST_POSTGRES_URL").expect("SINEW_TEST_POSTGRES_URL names the test server")
-}
-
-async fn admin() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(&server_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("SINEW_TEST_POSTGRES_URL is set but the server does not answer: {e}"));
-    tokio::spawn(connection);
-    client
-}
-
-/// A PostgreSQL schema of one test, dropped with everything in it when the test ends.
-pub(crate) struct Schema(String);
-
-impl Schema {
-    pub(crate) async fn create() -> Schema {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let name = format!("sinew_adk_test_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        admin()
-            .await
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"))
-            .await
-            .unwrap();
-        Schema(name)
-    }
-
-    /// The server's URL with `search_path` set to this schema.
-    pub(crate) fn url(&self) -> String {
-        let url = server_url();
-        let join = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{join}options=-c%20search_path%3D{}", self.0)
-    }
-
-    /// The same place as adk-python's `DatabaseSessionService` (asyncpg) names it.
-    fn python_url(&self) -> String {
-        let url = server_url();
-        let base = url.split('?').next().unwrap_or(&url);
-        let rest = base.split_once("://").map_or(base, |(_, rest)| rest);
-        format!("postgresql+asyncpg://{rest}?schema={}", self.0)
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        // Drop runs inside the test's runtime: do the async cleanup on a thread of its own.
-        let cleanup = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            runtime.block_on(async {
-                admin().await.batch_execute(&format!("SET lock_timeout = '10s'; DROP SCHEMA {name} CASCADE")).await
-            })
-        });
-        if let Ok(Err(error)) = cleanup.join() {
-            panic!("could not drop test schema {}: {error}", self.0);
-        }
-    }
-}
-
+#[cfg(feature = "postgres")]
 pub(crate) async fn postgres_service() -> (PostgresSessionService, Schema) {
-    let schema = Schema::create().await;
+    let schema = crate::pg::schema().await;
     (PostgresSessionService::connect(&schema.url()).await.unwrap(), schema)
 }
 
@@ -115,7 +62,10 @@ async fn stale_copies_are_refused(s: &dyn SessionService) {
     s.append_event(&mut theirs, said("theirs again", t + 2.0)).await.unwrap();
     let refused = s.append_event(&mut mine, said("mine", t + 3.0)).await;
     assert!(matches!(refused, Err(Error::StaleSession { ref id }) if id == "s1"), "{refused:?}");
-    assert!(refused.unwrap_err().to_string().starts_with("The session has been modified in storage"));
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "session s1 was modified in storage since it was read: read it again before appending"
+    );
     assert!(mine.events.is_empty(), "a refused event is not added to the session object");
 
     let mut mine = s.get_session("a", "u", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
@@ -123,6 +73,19 @@ async fn stale_copies_are_refused(s: &dyn SessionService) {
     let read = s.get_session("a", "u", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
     assert_eq!(crate::session_services::texts(&read), ["theirs", "theirs again", "mine"]);
     assert_eq!(read.last_update_time, mine.last_update_time);
+
+    // An object without a revision (through JSON) falls under adk-python's rule for those: it is
+    // refused once the stored session is newer and it has not seen the newest stored event.
+    let through_json =
+        |session: &Session| -> Session { serde_json::from_value(serde_json::to_value(session).unwrap()).unwrap() };
+    let (mut up_to_date, mut behind) = (through_json(&mine), through_json(&mine));
+    s.append_event(&mut up_to_date, said("from JSON", t + 4.0)).await.unwrap();
+    let refused = s.append_event(&mut behind, said("behind", t + 5.0)).await;
+    assert!(matches!(refused, Err(Error::StaleSession { .. })), "{refused:?}");
+    // Its times may lag while it has seen the newest event: accepted.
+    let mut lagging = through_json(&up_to_date);
+    lagging.last_update_time -= 10.0;
+    s.append_event(&mut lagging, said("lagging", t + 6.0)).await.unwrap();
 }
 
 #[tokio::test]
@@ -131,6 +94,7 @@ async fn sqlite_refuses_stale_session_objects() {
     stale_copies_are_refused(&s).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test]
 #[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
 async fn postgres_refuses_stale_session_objects() {
@@ -246,77 +210,12 @@ async fn a_hundred_runners_share_one_sqlite_file() {
     hundred_runners(Arc::new(s)).await;
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
 async fn a_hundred_runners_share_one_postgres_database() {
     let (s, _schema) = postgres_service().await;
     hundred_runners(Arc::new(s)).await;
-}
-
-/// Set in the child process of [`a_writer_killed_mid_append_loses_no_acknowledged_event`].
-const CRASH_CHILD: &str = "SINEW_ADK_CRASH_CHILD_DB";
-
-/// A process appending as fast as it can is killed (SIGKILL) mid-append: the file opens, and
-/// every event the process was told was stored is there, for sinew and for adk-python. In the
-/// child process (`SINEW_ADK_CRASH_CHILD_DB` set) this test is the writer, and never returns.
-#[tokio::test]
-async fn a_writer_killed_mid_append_loses_no_acknowledged_event() {
-    if let Some(path) = std::env::var_os(CRASH_CHILD) {
-        let s = SqliteSessionService::open(PathBuf::from(path)).unwrap();
-        let mut session = s.create_session("interop", "u1", Some("crash"), state(json!({}))).await.unwrap();
-        let mut stdout = std::io::stdout().lock();
-        for i in 0.. {
-            let mut event = said(&format!("m{i}"), now_seconds());
-            event.actions.state_delta = state(json!({"count": i, "user:count": i, "app:count": i}));
-            let id = event.id.to_string();
-            s.append_event(&mut session, event).await.unwrap();
-            writeln!(stdout, "acked {id}").unwrap();
-            stdout.flush().unwrap();
-        }
-    }
-
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crash.db");
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "sql_sessions::a_writer_killed_mid_append_loses_no_acknowledged_event", "--nocapture"])
-        .env(CRASH_CHILD, &path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut acked = Vec::new();
-    while acked.len() < 200 {
-        let line = lines.next().expect("the writer stopped before it was killed").unwrap();
-        if let Some(id) = line.strip_prefix("acked ") {
-            acked.push(id.to_owned());
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    // Acknowledgements already in the pipe count too.
-    acked.extend(lines.map_while(Result::ok).filter_map(|l| l.strip_prefix("acked ").map(str::to_owned)));
-
-    let s = SqliteSessionService::open(&path).unwrap();
-    let read = s.get_session("interop", "u1", "crash", GetSessionConfig::default()).await.unwrap().unwrap();
-    let stored: Vec<&str> = read.events.iter().map(|e| &*e.id).collect();
-    assert!(
-        stored.len() == acked.len() || stored.len() == acked.len() + 1,
-        "{} stored, {} acked",
-        stored.len(),
-        acked.len()
-    );
-    assert_eq!(stored[..acked.len()], acked.iter().map(String::as_str).collect::<Vec<_>>()[..]);
-    let last = stored.len() - 1;
-    assert_eq!(read.state["count"], last);
-    assert_eq!(read.state["user:count"], last);
-    let integrity: String =
-        rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA integrity_check", [], |row| row.get(0)).unwrap();
-    assert_eq!(integrity, "ok");
-    if cfg!(sinew_test_adk_python) {
-        let python = adk_python(&["read", "database", &sqlite_url(&path), "crash"]);
-        assert_eq!(python[0]["events"].as_array().unwrap().len(), stored.len());
-    }
 }
 
 // ---- interop with adk-python ----
@@ -441,6 +340,7 @@ async fn adk_python_stdlib_sqlite_both_ways() {
     assert_eq!(wire(&read), again[1]);
 }
 
+#[cfg(feature = "postgres")]
 #[tokio::test]
 #[cfg_attr(
     not(all(sinew_test_adk_python, sinew_test_postgres)),
@@ -449,17 +349,17 @@ async fn adk_python_stdlib_sqlite_both_ways() {
 async fn adk_python_postgres_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let events = events_file(dir.path());
-    let theirs = Schema::create().await;
-    let written = adk_python(&["write", "database", &theirs.python_url(), "s1", &events]);
+    let theirs = crate::pg::schema().await;
+    let written = adk_python(&["write", "database", &crate::pg::python_url(&theirs), "s1", &events]);
     reads_what_python_wrote(&PostgresSessionService::connect(&theirs.url()).await.unwrap(), &written[0]).await;
-    let again = adk_python(&["read", "database", &theirs.python_url(), "s1"]);
+    let again = adk_python(&["read", "database", &crate::pg::python_url(&theirs), "s1"]);
     assert_eq!(
         again[0]["events"].as_array().unwrap().last().unwrap()["content"]["parts"][0]["text"],
         "appended by sinew"
     );
 
-    let ours = Schema::create().await;
+    let ours = crate::pg::schema().await;
     let s = PostgresSessionService::connect(&ours.url()).await.unwrap();
     write_as_sinew(&s).await;
-    python_reads_what_sinew_wrote(&s, || adk_python(&["read", "database", &ours.python_url(), "s1"])).await;
+    python_reads_what_sinew_wrote(&s, || adk_python(&["read", "database", &crate::pg::python_url(&ours), "s1"])).await;
 }
