@@ -1,0 +1,396 @@
+//! ADK's `api_server` dialect (google-adk 2.13's `adk api_server`): the same routes, JSON, status
+//! codes and `{"detail": …}` errors, over sinew-adk agents.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use http::{Method, Request, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sinew_adk::{
+    Agent, Error as AdkError, Event, GetSessionConfig, RunAgentRequest, RunConfig, Runner, Session, SessionService,
+};
+
+use crate::http::{Body, DecodeError, detail, empty_json, json_response, read_json, sse_response};
+
+/// The version `GET /version` reports: google-adk's, whose dialect this is.
+pub const ADK_VERSION: &str = "2.13.0";
+
+/// One ADK app: a root agent and the runner over it.
+#[derive(Clone)]
+struct App {
+    agent: Arc<dyn Agent>,
+    runner: Runner,
+}
+
+/// ADK's `api_server` routes over a set of apps and one session service.
+///
+/// Apps are added by name with their root agent ([`AdkApi::app`]); each gets a [`Runner`] over the
+/// shared [`SessionService`]. [`AdkApi::handle`] answers one request; [`crate::serve`] runs it
+/// on a listener.
+#[derive(Clone)]
+pub struct AdkApi {
+    apps: BTreeMap<String, App>,
+    sessions: Arc<dyn SessionService>,
+    max_llm_calls: Option<usize>,
+}
+
+impl std::fmt::Debug for AdkApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdkApi").field("apps", &self.apps.keys().collect::<Vec<_>>()).finish_non_exhaustive()
+    }
+}
+
+/// `POST …/sessions` (`CreateSessionRequest`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CreateSession {
+    #[serde(default, alias = "session_id")]
+    session_id: Option<String>,
+    #[serde(default)]
+    state: Option<Map<String, Value>>,
+    #[serde(default)]
+    events: Option<Vec<Event>>,
+    /// Options for the session service; none of sinew's services takes any.
+    #[serde(default)]
+    #[allow(dead_code, reason = "accepted as adk-python accepts it, used by no sinew service")]
+    options: Option<Value>,
+}
+
+/// `PATCH …/sessions/{id}` (`UpdateSessionRequest`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UpdateSession {
+    #[serde(alias = "state_delta")]
+    state_delta: Map<String, Value>,
+}
+
+/// What Python names the exception a sinew-adk error stands for, in `{"error": "<Type>: …"}`.
+fn error_type(error: &AdkError) -> &'static str {
+    match error {
+        AdkError::SessionNotFound(_) => "SessionNotFoundError",
+        AdkError::SessionExists(_) => "AlreadyExistsError",
+        AdkError::StaleSession { .. } => "StaleSessionError",
+        AdkError::LlmCallsLimitExceeded(_) => "LlmCallsLimitExceededError",
+        AdkError::Model(_) => "ModelError",
+        AdkError::Tool { .. } => "ToolError",
+        AdkError::Cancelled => "CancelledError",
+        AdkError::Store(_) => "StoreError",
+        _ => "ValueError",
+    }
+}
+
+impl AdkApi {
+    /// No apps yet, sessions in `sessions`.
+    pub fn new(sessions: Arc<dyn SessionService>) -> Self {
+        AdkApi { apps: BTreeMap::new(), sessions, max_llm_calls: None }
+    }
+
+    /// Serves `agent` as the app `name`. The name must be a plain identifier (letters, digits,
+    /// `_`; not starting with a digit), as ADK's app directories are.
+    pub fn app(mut self, name: &str, agent: Arc<dyn Agent>) -> sinew_adk::Result<Self> {
+        if !is_app_name(name) {
+            return Err(AdkError::InvalidAgent(format!("app name `{name}` is not a plain identifier")));
+        }
+        let runner = Runner::new(name, agent.clone(), self.sessions.clone())?;
+        self.apps.insert(name.to_owned(), App { agent, runner });
+        Ok(self)
+    }
+
+    /// Caps every run's model calls (`adk api_server`'s `max_llm_calls`).
+    #[must_use]
+    pub fn max_llm_calls(mut self, calls: usize) -> Self {
+        self.max_llm_calls = Some(calls);
+        self
+    }
+
+    /// The session service.
+    pub fn sessions(&self) -> &Arc<dyn SessionService> {
+        &self.sessions
+    }
+
+    /// Answers one request. Bodies are read up to `max_body` bytes (413 beyond).
+    pub async fn handle<B>(&self, request: Request<B>, max_body: usize) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = request.into_parts();
+        let segments: Vec<String> = parts
+            .uri
+            .path()
+            .split('/')
+            .skip(1)
+            .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .collect();
+        let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let query = parts.uri.query().unwrap_or_default();
+        let method = parts.method;
+        let result = match (&method, segments.as_slice()) {
+            (&Method::GET, ["health"]) => Ok(json_response(StatusCode::OK, &json!({"status": "ok"}))),
+            (&Method::GET, ["version"]) => Ok(json_response(
+                StatusCode::OK,
+                &json!({"version": ADK_VERSION, "language": "rust", "language_version": env!("CARGO_PKG_RUST_VERSION")}),
+            )),
+            (&Method::GET, ["list-apps"]) => Ok(self.list_apps(query)),
+            (&Method::GET, ["apps", app, "app-info"]) => self.app_info(app),
+            (&Method::POST, ["apps", app, "users", user, "sessions"]) => {
+                self.create_session(app, user, None, read_json::<Option<CreateSession>, _>(body, max_body).await).await
+            }
+            (&Method::POST, ["apps", app, "users", user, "sessions", id]) => {
+                let state = read_json::<Option<Map<String, Value>>, _>(body, max_body).await;
+                let request = state.map(|state| Some(CreateSession { state, ..CreateSession::default() }));
+                self.create_session(app, user, Some(id), request).await
+            }
+            (&Method::GET, ["apps", app, "users", user, "sessions"]) => self.list_sessions(app, user).await,
+            (&Method::GET, ["apps", app, "users", user, "sessions", id]) => self.get_session(app, user, id).await,
+            (&Method::PATCH, ["apps", app, "users", user, "sessions", id]) => {
+                self.update_session(app, user, id, read_json(body, max_body).await).await
+            }
+            (&Method::DELETE, ["apps", app, "users", user, "sessions", id]) => {
+                self.sessions.delete_session(app, user, id).await.map(|()| empty_json())
+            }
+            (&Method::POST, ["run"]) => self.run(read_json(body, max_body).await).await,
+            (&Method::POST, ["run_sse"]) => self.run_sse(read_json(body, max_body).await).await,
+            (_, _) => Ok(detail(StatusCode::NOT_FOUND, "Not Found")),
+        };
+        result.unwrap_or_else(|error| internal_error(&error))
+    }
+
+    fn list_apps(&self, query: &str) -> Response<Body> {
+        let detailed = query.split('&').any(|pair| matches!(pair, "detailed=true" | "detailed=True" | "detailed=1"));
+        if !detailed {
+            return json_response(StatusCode::OK, &json!(self.apps.keys().collect::<Vec<_>>()));
+        }
+        let apps: Vec<Value> = self.apps.iter().map(|(name, app)| app_info(name, &app.agent)).collect();
+        json_response(StatusCode::OK, &json!({ "apps": apps }))
+    }
+
+    fn app_info(&self, name: &str) -> Result<Response<Body>, AdkError> {
+        Ok(match self.apps.get(name) {
+            Some(app) => json_response(StatusCode::OK, &app_info(name, &app.agent)),
+            None => app_not_found(name),
+        })
+    }
+
+    fn known(&self, app: &str) -> bool {
+        self.apps.contains_key(app)
+    }
+
+    async fn create_session(
+        &self,
+        app: &str,
+        user: &str,
+        id: Option<&str>,
+        request: Result<Option<CreateSession>, DecodeError>,
+    ) -> Result<Response<Body>, AdkError> {
+        let request = match request {
+            Ok(request) => request.unwrap_or_default(),
+            Err(error) => return Ok(error.response()),
+        };
+        if !self.known(app) {
+            return Ok(app_not_found(app));
+        }
+        let id = id.or(request.session_id.as_deref());
+        let state = request.state.unwrap_or_default();
+        let mut session = match self.sessions.create_session(app, user, id, state).await {
+            Ok(session) => session,
+            Err(AdkError::SessionExists(id)) => {
+                return Ok(detail(StatusCode::CONFLICT, &format!("Session already exists: {id}")));
+            }
+            Err(other) => return Err(other),
+        };
+        for event in request.events.unwrap_or_default() {
+            self.sessions.append_event(&mut session, event).await?;
+        }
+        Ok(json_response(StatusCode::OK, &session))
+    }
+
+    async fn list_sessions(&self, app: &str, user: &str) -> Result<Response<Body>, AdkError> {
+        let sessions = self.sessions.list_sessions(app, Some(user)).await?;
+        // Sessions made by evaluations are hidden, as adk-python hides them.
+        let shown: Vec<&Session> = sessions
+            .iter()
+            .filter(|s| !s.id.starts_with("___eval___session___") && !s.id.starts_with("ADK-EVAL-"))
+            .collect();
+        Ok(json_response(StatusCode::OK, &shown))
+    }
+
+    async fn get_session(&self, app: &str, user: &str, id: &str) -> Result<Response<Body>, AdkError> {
+        Ok(match self.sessions.get_session(app, user, id, GetSessionConfig::default()).await? {
+            Some(session) => json_response(StatusCode::OK, &session),
+            None => detail(StatusCode::NOT_FOUND, "Session not found"),
+        })
+    }
+
+    async fn update_session(
+        &self,
+        app: &str,
+        user: &str,
+        id: &str,
+        request: Result<UpdateSession, DecodeError>,
+    ) -> Result<Response<Body>, AdkError> {
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => return Ok(error.response()),
+        };
+        let Some(mut session) = self.sessions.get_session(app, user, id, GetSessionConfig::default()).await? else {
+            return Ok(detail(StatusCode::NOT_FOUND, "Session not found"));
+        };
+        // The state change is an event of its own, as adk-python records it.
+        let mut event =
+            Event::from_response(format!("p-{}", sinew_adk::new_event_id()), "user", sinew_adk::LlmResponse::default());
+        event.actions.state_delta = request.state_delta;
+        self.sessions.append_event(&mut session, event).await?;
+        Ok(json_response(StatusCode::OK, &session))
+    }
+
+    /// The runner of the request's app, its run configuration, and the request.
+    fn prepare(
+        &self,
+        request: Result<RunAgentRequest, DecodeError>,
+    ) -> Result<(Runner, RunConfig, RunAgentRequest), Box<Response<Body>>> {
+        let request = request.map_err(|error| Box::new(error.response()))?;
+        let Some(app_name) = request.app_name.as_deref() else {
+            let message = "app_name is required when ADK_DEFAULT_APP_NAME is not set";
+            return Err(Box::new(detail(StatusCode::BAD_REQUEST, message)));
+        };
+        let Some(app) = self.apps.get(app_name) else { return Err(Box::new(app_not_found(app_name))) };
+        let mut config = RunConfig::default();
+        if request.streaming {
+            config = config.sse();
+        }
+        if let Some(metadata) = request.custom_metadata.clone() {
+            config = config.with_custom_metadata(metadata);
+        }
+        if let Some(calls) = self.max_llm_calls {
+            config = config.with_max_llm_calls(calls);
+        }
+        Ok((app.runner.clone(), config, request))
+    }
+
+    async fn run(&self, request: Result<RunAgentRequest, DecodeError>) -> Result<Response<Body>, AdkError> {
+        let (runner, config, request) = match self.prepare(request) {
+            Ok(prepared) => prepared,
+            Err(response) => return Ok(*response),
+        };
+        let mut stream =
+            runner.run(&request.user_id, &request.session_id, request.new_message, request.state_delta, config);
+        let mut events = Vec::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => events.push(event),
+                Err(AdkError::SessionNotFound(id)) => {
+                    return Ok(detail(StatusCode::NOT_FOUND, &format!("Session not found: {id}")));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(json_response(StatusCode::OK, &events))
+    }
+
+    async fn run_sse(&self, request: Result<RunAgentRequest, DecodeError>) -> Result<Response<Body>, AdkError> {
+        let (runner, config, request) = match self.prepare(request) {
+            Ok(prepared) => prepared,
+            Err(response) => return Ok(*response),
+        };
+        let app = runner.app_name().to_owned();
+        // A missing session is a 404 before the stream starts.
+        if self
+            .sessions
+            .get_session(&app, &request.user_id, &request.session_id, GetSessionConfig::recent(0))
+            .await?
+            .is_none()
+        {
+            return Ok(detail(StatusCode::NOT_FOUND, &format!("Session not found: {}", request.session_id)));
+        }
+        let split_artifacts = request.function_call_event_id.is_none();
+        let events =
+            runner.run(&request.user_id, &request.session_id, request.new_message, request.state_delta, config);
+        let frames = events.flat_map(move |event| futures::stream::iter(sse_frames(event, split_artifacts)));
+        Ok(sse_response(frames))
+    }
+}
+
+/// The `data:` frames of one run item: an event (two when it has both content and an artifact
+/// delta, as ADK Web wants them), or the error that ended the run.
+fn sse_frames(item: sinew_adk::Result<Event>, split_artifacts: bool) -> Vec<Bytes> {
+    let frame = |value: &dyn erased::Json| Bytes::from(format!("data: {}\n\n", value.to_json()));
+    match item {
+        Ok(event) => {
+            let has_parts = event.content.as_ref().is_some_and(|c| !c.parts().is_empty());
+            if split_artifacts && !event.actions.artifact_delta.is_empty() && has_parts {
+                let mut content = event.clone();
+                content.actions.artifact_delta.clear();
+                let mut artifacts = event;
+                artifacts.content = None;
+                vec![frame(&content), frame(&artifacts)]
+            } else {
+                vec![frame(&event)]
+            }
+        }
+        Err(error) => {
+            let kind = error_type(&error);
+            let message = error.to_string();
+            let details = json!({
+                "error_type": kind,
+                "error_message": message,
+                "timestamp": sinew_adk::now_seconds(),
+            });
+            let body = json!({"error": format!("{kind}: {message}"), "error_details": details});
+            vec![Bytes::from(format!("data: {body}\n\n"))]
+        }
+    }
+}
+
+mod erased {
+    /// Any serializable value, as compact JSON (an event always serializes).
+    pub(super) trait Json {
+        fn to_json(&self) -> String;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn to_json(&self) -> String {
+            serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\": \"unserializable: {e}\"}}"))
+        }
+    }
+}
+
+fn app_info(name: &str, agent: &Arc<dyn Agent>) -> Value {
+    fn agents(agent: &Arc<dyn Agent>, into: &mut Map<String, Value>) {
+        into.insert(agent.name().to_owned(), json!({"name": agent.name(), "description": agent.description()}));
+        for sub in agent.sub_agents() {
+            agents(sub, into);
+        }
+    }
+    let mut all = Map::new();
+    agents(agent, &mut all);
+    json!({
+        "name": name,
+        "rootAgentName": agent.name(),
+        "description": agent.description(),
+        "language": "rust",
+        "isComputerUse": false,
+        "agents": all,
+    })
+}
+
+fn app_not_found(name: &str) -> Response<Body> {
+    detail(StatusCode::NOT_FOUND, &format!("App not found: {name}"))
+}
+
+/// A failure the request did not cause: 500 with what went wrong.
+fn internal_error(error: &AdkError) -> Response<Body> {
+    tracing::warn!(%error, "request failed");
+    detail(StatusCode::INTERNAL_SERVER_ERROR, &format!("{}: {error}", error_type(error)))
+}
+
+/// An app name ADK would find as a directory: a plain identifier, never a path.
+pub fn is_app_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 128
+}

@@ -1,0 +1,102 @@
+//! Responses and request bodies as FastAPI (and so `adk api_server`) writes and reads them.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt as _};
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// The body of every response: whole, or a stream of server-sent events.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
+}
+
+/// `value` as a JSON response with `status`.
+pub(crate) fn json_response(status: StatusCode, value: &impl Serialize) -> Response<Body> {
+    // Our values always serialize: maps have string keys, numbers are finite.
+    let bytes = serde_json::to_vec(value).unwrap_or_else(|_| b"null".to_vec());
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// `null`, what a route that returns nothing answers.
+pub(crate) fn empty_json() -> Response<Body> {
+    json_response(StatusCode::OK, &serde_json::Value::Null)
+}
+
+/// FastAPI's error: `{"detail": message}` with `status`.
+pub(crate) fn detail(status: StatusCode, message: &str) -> Response<Body> {
+    json_response(status, &json!({ "detail": message }))
+}
+
+/// A `text/event-stream` response of `frames` (each a whole `data: …\n\n` frame).
+pub(crate) fn sse_response(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response<Body> {
+    let body = StreamBody::new(frames.map(|bytes| Ok::<_, Infallible>(http_body::Frame::data(bytes))));
+    let mut response = Response::new(body.boxed_unsync());
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// Why a request body was not taken.
+#[derive(Debug)]
+pub(crate) enum DecodeError {
+    /// Over the size limit.
+    TooLarge(usize),
+    /// The connection failed while the body was read.
+    Read(String),
+    /// Not JSON, or not the JSON the route takes (FastAPI's 422).
+    Invalid { kind: &'static str, message: String },
+}
+
+impl DecodeError {
+    /// The response FastAPI gives: 413 for a body over the limit, 422 with a validation error
+    /// list otherwise.
+    pub(crate) fn response(&self) -> Response<Body> {
+        match self {
+            DecodeError::TooLarge(limit) => {
+                detail(StatusCode::PAYLOAD_TOO_LARGE, &format!("request body is larger than {limit} bytes"))
+            }
+            DecodeError::Read(message) => detail(StatusCode::BAD_REQUEST, message),
+            DecodeError::Invalid { kind, message } => json_response(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &json!({"detail": [{"type": kind, "loc": ["body"], "msg": message}]}),
+            ),
+        }
+    }
+}
+
+/// Reads a JSON body of at most `limit` bytes. An empty body reads as `null`, which an `Option`
+/// takes as `None` (FastAPI's optional bodies).
+pub(crate) async fn read_json<T: DeserializeOwned, B>(body: B, limit: usize) -> Result<T, DecodeError>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let collected = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => {
+            return Err(if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                DecodeError::TooLarge(limit)
+            } else {
+                DecodeError::Read(format!("reading the request body: {error}"))
+            });
+        }
+    };
+    let text: &[u8] = if collected.iter().all(u8::is_ascii_whitespace) { b"null" } else { &collected };
+    serde_json::from_slice(text).map_err(|error| match error.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof | serde_json::error::Category::Io => {
+            DecodeError::Invalid { kind: "json_invalid", message: format!("JSON decode error: {error}") }
+        }
+        serde_json::error::Category::Data => DecodeError::Invalid { kind: "value_error", message: error.to_string() },
+    })
+}

@@ -1,0 +1,280 @@
+//! ADK's `api_server` routes, compared with what google-adk 2.13's server answers
+//! (`sinew-adk/tests/data/samples/15_http_edge_cases.txt` and the README of the wire contract).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sinew_adk::testing::{ScriptedAnswer, ScriptedLlm};
+use sinew_adk::{FunctionTool, GetSessionConfig, InMemorySessionService, LlmAgent, SessionService};
+use sinew_server::{AdkApi, ServerConfig, serve};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use crate::send;
+
+/// A server on loopback serving `api`; it stops with the test's runtime.
+async fn start(api: AdkApi, config: ServerConfig) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, api, config, std::future::pending()));
+    addr
+}
+
+fn echo_tool() -> FunctionTool {
+    FunctionTool::new(
+        "echo",
+        "Echoes its text.",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+        |args, _| async move { Ok(json!({"echo": args["text"]})) },
+    )
+}
+
+/// The app `demo_agent`: a model that calls `echo` and then answers, streamed.
+fn demo(sessions: Arc<InMemorySessionService>) -> AdkApi {
+    let llm = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::call("echo", json!({"text": "hi"})),
+        ScriptedAnswer::streamed(&["Echo: ", "hi"]),
+    ]));
+    let agent =
+        LlmAgent::builder("demo_agent").description("Echoes.").model(llm).tool(Arc::new(echo_tool())).build().unwrap();
+    AdkApi::new(sessions).app("demo_agent", Arc::new(agent)).unwrap()
+}
+
+async fn demo_server() -> (SocketAddr, Arc<InMemorySessionService>) {
+    let sessions = Arc::new(InMemorySessionService::new());
+    (start(demo(sessions.clone()), ServerConfig::default()).await, sessions)
+}
+
+#[tokio::test]
+async fn health_version_and_apps() {
+    let (addr, _) = demo_server().await;
+    let health = send(addr, "GET", "/health", None, &[]).await;
+    assert_eq!((health.status, health.json()), (200, json!({"status": "ok"})));
+    assert_eq!(health.header("content-type"), Some("application/json"));
+    let version = send(addr, "GET", "/version", None, &[]).await.json();
+    assert_eq!(version["version"], "2.13.0");
+    assert_eq!(version["language"], "rust");
+    assert_eq!(send(addr, "GET", "/list-apps", None, &[]).await.json(), json!(["demo_agent"]));
+    let detailed = send(addr, "GET", "/list-apps?detailed=true", None, &[]).await.json();
+    assert_eq!(detailed["apps"][0]["name"], "demo_agent");
+    assert_eq!(detailed["apps"][0]["rootAgentName"], "demo_agent");
+    assert_eq!(detailed["apps"][0]["description"], "Echoes.");
+    let info = send(addr, "GET", "/apps/demo_agent/app-info", None, &[]).await;
+    assert_eq!(info.status, 200);
+    assert_eq!(info.json()["agents"]["demo_agent"]["description"], "Echoes.");
+    let missing = send(addr, "GET", "/apps/nope/app-info", None, &[]).await;
+    assert_eq!((missing.status, missing.json()), (404, json!({"detail": "App not found: nope"})));
+    let unknown = send(addr, "GET", "/nothing/here", None, &[]).await;
+    assert_eq!((unknown.status, unknown.json()), (404, json!({"detail": "Not Found"})));
+}
+
+#[tokio::test]
+async fn the_session_routes() {
+    let (addr, _) = demo_server().await;
+    let base = "/apps/demo_agent/users/u1/sessions";
+    // No body: a fresh id and an empty session (samples/15 "POST create with no body").
+    let bare = send(addr, "POST", base, None, &[]).await;
+    assert_eq!(bare.status, 200);
+    let bare = bare.json();
+    assert_eq!(bare["id"].as_str().unwrap().len(), 36);
+    assert_eq!((&bare["appName"], &bare["userId"], &bare["events"]), (&json!("demo_agent"), &json!("u1"), &json!([])));
+
+    let body = json!({"sessionId": "s1", "state": {"greeting": "hi", "app:theme": "dark", "user:lang": "en"}});
+    let created = send(addr, "POST", base, Some(&body.to_string()), &[]).await.json();
+    assert_eq!(created["id"], "s1");
+    assert_eq!(created["state"], json!({"greeting": "hi", "app:theme": "dark", "user:lang": "en"}));
+    // samples/15 "POST create s1 twice".
+    let twice = send(addr, "POST", base, Some(&body.to_string()), &[]).await;
+    assert_eq!((twice.status, twice.json()), (409, json!({"detail": "Session already exists: s1"})));
+
+    let got = send(addr, "GET", &format!("{base}/s1"), None, &[]).await;
+    assert_eq!((got.status, got.json()["id"].clone()), (200, json!("s1")));
+    let missing = send(addr, "GET", &format!("{base}/zzz"), None, &[]).await;
+    assert_eq!((missing.status, missing.json()), (404, json!({"detail": "Session not found"})));
+    let listed = send(addr, "GET", base, None, &[]).await.json();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+
+    // PATCH records the change as a `p-` event of the user.
+    let patched = send(addr, "PATCH", &format!("{base}/s1"), Some(r#"{"stateDelta": {"k": 1}}"#), &[]).await.json();
+    assert_eq!(patched["state"]["k"], 1);
+    let event = &patched["events"][0];
+    assert!(event["invocationId"].as_str().unwrap().starts_with("p-"), "{event}");
+    assert_eq!((&event["author"], &event["actions"]["stateDelta"]), (&json!("user"), &json!({"k": 1})));
+
+    // Events given at creation are appended (a session restored from elsewhere).
+    let restored = json!({"sessionId": "s2", "events": [
+        {"invocationId": "e-1", "author": "user", "content": {"role": "user", "parts": [{"text": "earlier"}]}}
+    ]});
+    let restored = send(addr, "POST", base, Some(&restored.to_string()), &[]).await.json();
+    assert_eq!(restored["events"][0]["content"]["parts"][0]["text"], "earlier");
+
+    // The deprecated create-with-id route takes a raw state.
+    let with_id = send(addr, "POST", &format!("{base}/s3"), Some(r#"{"k": 2}"#), &[]).await.json();
+    // The app's and the user's keys from s1 are shared, as ADK shares them.
+    let shared = json!({"k": 2, "app:theme": "dark", "user:lang": "en"});
+    assert_eq!((&with_id["id"], &with_id["state"]), (&json!("s3"), &shared));
+
+    let deleted = send(addr, "DELETE", &format!("{base}/s1"), None, &[]).await;
+    assert_eq!((deleted.status, deleted.body.as_str()), (200, "null"));
+    assert_eq!(send(addr, "GET", &format!("{base}/s1"), None, &[]).await.status, 404);
+}
+
+#[tokio::test]
+async fn run_answers_every_event_and_takes_snake_case() {
+    let (addr, sessions) = demo_server().await;
+    sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    // samples/15 "/run with snake_case body keys".
+    let body = json!({"app_name": "demo_agent", "user_id": "u1", "session_id": "s1",
+        "new_message": {"role": "user", "parts": [{"text": "hi"}]}});
+    let reply = send(addr, "POST", "/run", Some(&body.to_string()), &[]).await;
+    assert_eq!(reply.status, 200);
+    let events = reply.json();
+    let events = events.as_array().unwrap();
+    assert_eq!(events.len(), 3, "call, response, answer: {events:?}");
+    assert_eq!(events[0]["content"]["parts"][0]["functionCall"]["name"], "echo");
+    assert_eq!(events[1]["content"]["parts"][0]["functionResponse"]["response"], json!({"echo": "hi"}));
+    assert_eq!(events[2]["content"]["parts"][0]["text"], "Echo: hi");
+    // What the server answered is what the session holds.
+    let stored = sessions.get_session("demo_agent", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(stored.events.len(), 4, "the user's message and the three events");
+    assert_eq!(serde_json::to_value(&stored.events[1..]).unwrap(), Value::Array(events.clone()));
+}
+
+#[tokio::test]
+async fn run_sse_streams_one_frame_per_event() {
+    let (addr, sessions) = demo_server().await;
+    sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    let body = json!({"appName": "demo_agent", "userId": "u1", "sessionId": "s1", "streaming": true,
+        "newMessage": {"role": "user", "parts": [{"text": "hi"}]}});
+    let reply = send(addr, "POST", "/run_sse", Some(&body.to_string()), &[]).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream; charset=utf-8"));
+    assert!(reply.body.starts_with("data: {"), "no event:/id: lines: {}", reply.body);
+    let frames = reply.frames();
+    let partial: Vec<&Value> = frames.iter().filter(|f| f["partial"] == true).collect();
+    assert_eq!(partial.len(), 2, "one frame per streamed fragment");
+    assert_eq!(frames.last().unwrap()["content"]["parts"][0]["text"], "Echo: hi");
+    assert!(frames.last().unwrap().get("partial").is_none_or(|p| p == false));
+}
+
+#[tokio::test]
+async fn a_failure_mid_stream_is_an_error_frame() {
+    let llm = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("boom", json!({}))]));
+    let boom = FunctionTool::new("boom", "Fails.", json!({"type": "object"}), |_, _| async {
+        Err(sinew_core::ToolError::Failed("it broke".into()))
+    });
+    let agent = LlmAgent::builder("demo_agent").model(llm).tool(Arc::new(boom)).build().unwrap();
+    let sessions = Arc::new(InMemorySessionService::new());
+    sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    let api = AdkApi::new(sessions).app("demo_agent", Arc::new(agent)).unwrap();
+    let addr = start(api, ServerConfig::default()).await;
+    let body = json!({"appName": "demo_agent", "userId": "u1", "sessionId": "s1",
+        "newMessage": {"role": "user", "parts": [{"text": "go"}]}});
+    let reply = send(addr, "POST", "/run_sse", Some(&body.to_string()), &[]).await;
+    assert_eq!(reply.status, 200, "the stream had started");
+    let last = reply.frames().pop().unwrap();
+    let error = last["error"].as_str().unwrap();
+    assert!(error.starts_with("ToolError: ") && error.contains("it broke"), "{last}");
+    assert_eq!(last["error_details"]["error_type"], "ToolError");
+}
+
+#[tokio::test]
+async fn bad_requests_are_clear_4xx() {
+    let (addr, _) = demo_server().await;
+    let run = |body: &'static str| async move { send(addr, "POST", "/run", Some(body), &[]).await };
+    // samples/15: a missing session, before anything streams.
+    let body = r#"{"appName": "demo_agent", "userId": "u1", "sessionId": "zzz", "newMessage": {"role": "user", "parts": [{"text": "x"}]}}"#;
+    let missing = run(body).await;
+    assert_eq!((missing.status, missing.json()), (404, json!({"detail": "Session not found: zzz"})));
+    let sse = send(addr, "POST", "/run_sse", Some(body), &[]).await;
+    assert_eq!((sse.status, sse.json()), (404, json!({"detail": "Session not found: zzz"})));
+    // An app that is not served, and one whose name is a path.
+    let other = run(r#"{"appName": "other", "userId": "u1", "sessionId": "s1"}"#).await;
+    assert_eq!((other.status, other.json()), (404, json!({"detail": "App not found: other"})));
+    let sneaky = send(addr, "GET", "/apps/..%2F..%2Fetc/app-info", None, &[]).await;
+    assert_eq!(sneaky.status, 404);
+    assert_eq!(send(addr, "POST", "/apps/..%2Fx/users/u/sessions", None, &[]).await.status, 404);
+    // Not JSON; JSON without a required field; a field ADK does not know.
+    let broken = run("{not json").await;
+    assert_eq!((broken.status, broken.json()["detail"][0]["type"].clone()), (422, json!("json_invalid")));
+    let incomplete = run(r#"{"appName": "demo_agent"}"#).await;
+    assert_eq!(incomplete.status, 422);
+    assert!(incomplete.json()["detail"][0]["msg"].as_str().unwrap().contains("userId"), "{}", incomplete.body);
+    let unknown = send(addr, "POST", "/apps/demo_agent/users/u1/sessions", Some(r#"{"sessionID": "x"}"#), &[]).await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    // A body over the limit.
+    let small = start(demo(Arc::new(InMemorySessionService::new())), ServerConfig::default().max_body_bytes(64)).await;
+    let big = format!(r#"{{"appName": "demo_agent", "userId": "{}", "sessionId": "s"}}"#, "u".repeat(100));
+    let reply = send(small, "POST", "/run", Some(&big), &[]).await;
+    assert_eq!(reply.status, 413);
+}
+
+#[tokio::test]
+async fn a_bearer_token_guards_every_route() {
+    let sessions = Arc::new(InMemorySessionService::new());
+    let addr = start(demo(sessions), ServerConfig::default().bearer_token("s3cret")).await;
+    let refused = send(addr, "GET", "/list-apps", None, &[]).await;
+    assert_eq!((refused.status, refused.header("www-authenticate")), (401, Some("Bearer")));
+    assert_eq!(send(addr, "GET", "/list-apps", None, &["authorization: Bearer wrong"]).await.status, 401);
+    let allowed = send(addr, "GET", "/list-apps", None, &["authorization: Bearer s3cret"]).await;
+    assert_eq!(allowed.status, 200);
+    assert!(!format!("{:?}", ServerConfig::default().bearer_token("s3cret")).contains("s3cret"));
+}
+
+/// Sets its flag when dropped: the run that held it was cancelled.
+struct Dropped(Arc<AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_cancels_its_run() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let hang = FunctionTool::new("hang", "Never ends.", json!({"type": "object"}), move |_, _| {
+        let guard = Dropped(flag.clone());
+        async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+            Ok(json!({}))
+        }
+    });
+    let llm = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("hang", json!({}))]));
+    let agent = LlmAgent::builder("demo_agent").model(llm).tool(Arc::new(hang)).build().unwrap();
+    let sessions = Arc::new(InMemorySessionService::new());
+    sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    let api = AdkApi::new(sessions.clone()).app("demo_agent", Arc::new(agent)).unwrap();
+    let addr = start(api, ServerConfig::default()).await;
+
+    let body = json!({"appName": "demo_agent", "userId": "u1", "sessionId": "s1",
+        "newMessage": {"role": "user", "parts": [{"text": "go"}]}})
+    .to_string();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!("POST /run_sse HTTP/1.1\r\nhost: t\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // Wait for the first frame (the model's call): the tool is running now.
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("data: ") {
+        let mut chunk = [0_u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk)).await.unwrap().unwrap();
+        assert!(n > 0, "the server closed the stream");
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    drop(stream);
+    for _ in 0..500 {
+        if dropped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(dropped.load(Ordering::SeqCst), "the run went on after its client left");
+    // The session stays valid: what was stored before the cancel is there, and it takes runs.
+    let session = sessions.get_session("demo_agent", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(session.events[0].content.as_ref().unwrap().text(), "go");
+    assert_eq!(session.events[1].function_calls().next().unwrap().name(), "hang");
+}
