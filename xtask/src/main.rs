@@ -5,15 +5,18 @@
 //!   needs and is missing (cargo-nextest, cargo-deny, the interop peers, google-adk).
 //! - `tidy`: the house rules no compiler checks (see [`tidy`]).
 //! - `conformance`: the MCP conformance suite against our client (the peers of `SINEW_PEERS_DIR`,
-//!   else of `target/peers`, installed when missing).
+//!   else of `target/peers`, installed when missing), and ADK's conformance harness against
+//!   sinew-server (in a network namespace of its own).
 //! - `adk`: adk-python's own models validate sinew-adk's JSON (google-adk in `SINEW_ADK_VENV`, else
 //!   `target/adk-venv`, installed when missing).
 //! - `peers [DIR]`: installs the interop peers into DIR (default `target/peers`).
-//! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `compaction`).
+//! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `adk`, `adk-sessions`,
+//!   `compaction`, `sessions`, `sse`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod adk;
+mod adk_conformance;
 mod codegen;
 mod conformance;
 mod setup;
@@ -33,7 +36,10 @@ fn main() -> Result<()> {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
         Some("adk") => adk::validate(&root, &adk::ensure_venv()?),
-        Some("conformance") => conformance::run(&setup::ensure_peers(&root)?),
+        Some("conformance") => {
+            conformance::run(&setup::ensure_peers(&root)?)?;
+            adk_conformance::run(&root, &adk::ensure_venv()?, cargo())
+        }
         Some("peers") => {
             let dir = match args.get(1) {
                 Some(dir) => PathBuf::from(dir),
@@ -47,7 +53,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | compaction | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | adk-sessions | compaction | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -114,6 +120,7 @@ fn ci(root: &Path) -> Result<()> {
     step("tests", tests)?;
 
     conformance::run(&peers)?;
+    adk_conformance::run(root, &adk_python, ci_cargo())?;
     adk::validate(root, &adk_python)?;
 
     let mut doctests = ci_cargo();

@@ -89,16 +89,22 @@ impl LlmAgent {
                 return Ok(Step { last: Some(resumed), transferred: false });
             }
         }
-        let model = match self.resolve_model(ctx.root_agent()) {
+        let mut model = match self.resolve_model(ctx.root_agent()) {
             Ok(model) => model,
             Err(error) => return Err(self.fail(ctx, error).await),
         };
+        let callback = CallbackContext::new(ctx.clone());
+        for plugin in &ctx.invocation.plugins {
+            if let Some(replacement) = plugin.replace_model(&callback).await {
+                model = replacement;
+                break;
+            }
+        }
         let mut request = match self.build_request(ctx, model.as_ref()).await {
             Ok(request) => request,
             Err(error) => return Err(self.fail(ctx, error).await),
         };
 
-        let callback = CallbackContext::new(ctx.clone());
         let mut answer = None;
         for plugin in &ctx.invocation.plugins {
             if let Some(response) = plugin.before_model(&callback, &mut request).await {

@@ -2,6 +2,8 @@
 //! before the agents' own callbacks, in the order they were added, and the first that answers
 //! wins: the agents' callbacks then do not run.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use sinew_core::ToolError;
@@ -11,6 +13,7 @@ use crate::context::{CallbackContext, InvocationContext, ToolContext};
 use crate::error::Error;
 use crate::event::{Event, LlmResponse};
 use crate::genai::Content;
+use crate::model::Llm;
 use crate::tool::Tool;
 use crate::types::LlmRequest;
 
@@ -57,6 +60,14 @@ pub trait Plugin: Send + Sync {
     /// After each agent ran.
     async fn after_agent(&self, agent: &dyn Agent, ctx: &CallbackContext) -> Option<Content> {
         let _ = (agent, ctx);
+        None
+    }
+
+    /// The model the running agent calls this time instead of its own; the first plugin that
+    /// answers wins. ADK's conformance replay substitutes its recorded model this way (adk-python
+    /// does it in `resolve_llm`). The request is built for the model given back.
+    async fn replace_model(&self, ctx: &CallbackContext) -> Option<Arc<dyn Llm>> {
+        let _ = ctx;
         None
     }
 

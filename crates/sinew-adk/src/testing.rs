@@ -1,8 +1,9 @@
 //! [`ScriptedLlm`], a model that answers from a script and records what it was asked: for tests,
-//! examples and the benchmark (no network, no provider).
+//! examples and the benchmark (no network, no provider); and [`conformance_demo_agent`], the twin of
+//! the demo agent of ADK's conformance harness.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
@@ -10,7 +11,9 @@ use futures::stream::BoxStream;
 use crate::error::{Error, Result};
 use crate::event::LlmResponse;
 use crate::genai::{Content, FunctionCall, MODEL, Part};
+use crate::llm_agent::LlmAgent;
 use crate::model::Llm;
+use crate::tool::FunctionTool;
 use crate::types::LlmRequest;
 
 /// One scripted answer: responses to stream in order (the last one final), or an error.
@@ -131,4 +134,36 @@ impl Llm for ScriptedLlm {
             }
         }
     }
+}
+
+/// The conformance harness's demo agent (`agents/demo_agent/agent.py` of the recorded cases), in
+/// Rust: the same name, description, instruction and tools. Its model is `model`; under replay,
+/// the recorded one answers instead.
+pub fn conformance_demo_agent(model: Arc<dyn Llm>) -> Result<LlmAgent> {
+    let weather = FunctionTool::new(
+        "get_weather",
+        "Returns the weather for a city.",
+        serde_json::json!({"properties": {"city": {"title": "City", "type": "string"}}, "required": ["city"],
+               "title": "get_weatherParams", "type": "object"}),
+        |args, ctx| {
+            ctx.set_state("last_city", args["city"].clone());
+            ctx.set_state("temp:scratch", serde_json::json!("gone"));
+            async move { Ok(serde_json::json!({"city": args["city"], "forecast": "sunny"})) }
+        },
+    );
+    let delete = FunctionTool::new(
+        "delete_file",
+        "Deletes a file (requires confirmation).",
+        serde_json::json!({"properties": {"path": {"title": "Path", "type": "string"}}, "required": ["path"],
+               "title": "delete_fileParams", "type": "object"}),
+        |args, _| async move { Ok(serde_json::json!({"deleted": args["path"]})) },
+    )
+    .require_confirmation();
+    LlmAgent::builder("demo_agent")
+        .model(model)
+        .description("demo")
+        .instruction("You are a demo agent. Be brief.")
+        .tool(Arc::new(weather))
+        .tool(Arc::new(delete))
+        .build()
 }

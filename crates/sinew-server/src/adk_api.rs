@@ -34,6 +34,7 @@ struct App {
 pub struct AdkApi {
     apps: BTreeMap<String, App>,
     sessions: Arc<dyn SessionService>,
+    plugins: Vec<Arc<dyn sinew_adk::Plugin>>,
     max_llm_calls: Option<usize>,
 }
 
@@ -85,7 +86,7 @@ fn error_type(error: &AdkError) -> &'static str {
 impl AdkApi {
     /// No apps yet, sessions in `sessions`.
     pub fn new(sessions: Arc<dyn SessionService>) -> Self {
-        AdkApi { apps: BTreeMap::new(), sessions, max_llm_calls: None }
+        AdkApi { apps: BTreeMap::new(), sessions, plugins: Vec::new(), max_llm_calls: None }
     }
 
     /// Serves `agent` as the app `name`. The name must be a plain identifier (letters, digits,
@@ -94,9 +95,22 @@ impl AdkApi {
         if !is_app_name(name) {
             return Err(AdkError::InvalidAgent(format!("app name `{name}` is not a plain identifier")));
         }
-        let runner = Runner::new(name, agent.clone(), self.sessions.clone())?;
+        let mut runner = Runner::new(name, agent.clone(), self.sessions.clone())?;
+        for plugin in &self.plugins {
+            runner = runner.with_plugin(plugin.clone());
+        }
         self.apps.insert(name.to_owned(), App { agent, runner });
         Ok(self)
+    }
+
+    /// Adds `plugin` to every app's runner, those added before and after.
+    #[must_use]
+    pub fn plugin(mut self, plugin: Arc<dyn sinew_adk::Plugin>) -> Self {
+        for app in self.apps.values_mut() {
+            app.runner = app.runner.clone().with_plugin(plugin.clone());
+        }
+        self.plugins.push(plugin);
+        self
     }
 
     /// Caps every run's model calls (`adk api_server`'s `max_llm_calls`).

@@ -22,6 +22,7 @@
 //! - `postgres` (default): `postgresql://` session storage.
 
 mod adk_api;
+pub mod conformance;
 mod http;
 mod serve;
 mod storage;

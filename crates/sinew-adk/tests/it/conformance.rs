@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sinew_adk::genai::FunctionResponse;
+use sinew_adk::testing::conformance_demo_agent;
 use sinew_adk::{
-    Content, Event, FunctionTool, InMemorySessionService, Llm, LlmAgent, LlmRequest, LlmResponse, Part, RunConfig,
-    Runner, Session, SessionService, to_snake_value,
+    Content, Event, InMemorySessionService, Llm, LlmRequest, LlmResponse, Part, RunConfig, Runner, Session,
+    SessionService, to_snake_value,
 };
 
 use crate::data;
@@ -58,37 +59,6 @@ impl Llm for ReplayLlm {
             .collect();
         futures::stream::iter(responses).boxed()
     }
-}
-
-/// The demo agent of `tests/data/conformance/agents/demo_agent/agent.py`, in Rust.
-fn demo_agent(llm: Arc<ReplayLlm>) -> LlmAgent {
-    let weather = FunctionTool::new(
-        "get_weather",
-        "Returns the weather for a city.",
-        json!({"properties": {"city": {"title": "City", "type": "string"}}, "required": ["city"],
-               "title": "get_weatherParams", "type": "object"}),
-        |args, ctx| {
-            ctx.set_state("last_city", args["city"].clone());
-            ctx.set_state("temp:scratch", json!("gone"));
-            async move { Ok(json!({"city": args["city"], "forecast": "sunny"})) }
-        },
-    );
-    let delete = FunctionTool::new(
-        "delete_file",
-        "Deletes a file (requires confirmation).",
-        json!({"properties": {"path": {"title": "Path", "type": "string"}}, "required": ["path"],
-               "title": "delete_fileParams", "type": "object"}),
-        |args, _| async move { Ok(json!({"deleted": args["path"]})) },
-    )
-    .require_confirmation();
-    LlmAgent::builder("demo_agent")
-        .model(llm)
-        .description("demo")
-        .instruction("You are a demo agent. Be brief.")
-        .tool(Arc::new(weather))
-        .tool(Arc::new(delete))
-        .build()
-        .unwrap()
 }
 
 /// An event as ADK's harness compares it.
@@ -157,7 +127,8 @@ async fn replay(case: &str, streaming: bool) {
     let initial = spec["initial_state"].as_object().cloned().unwrap_or_default();
     let user = "adk_conformance_test_user";
     let session = sessions.create_session("demo_agent", user, None, initial).await.unwrap();
-    let runner = Runner::new("demo_agent", Arc::new(demo_agent(llm.clone())), sessions.clone()).unwrap();
+    let runner =
+        Runner::new("demo_agent", Arc::new(conformance_demo_agent(llm.clone()).unwrap()), sessions.clone()).unwrap();
     let config = if streaming { RunConfig::default().sse() } else { RunConfig::default() };
     let mut seen = Vec::new();
     for spec_message in spec["user_messages"].as_array().unwrap() {

@@ -1,0 +1,34 @@
+//! The server ADK's conformance harness runs against (`cargo xtask conformance`): the twin of the
+//! harness's demo agent with the replay plugin, sessions in memory, on `127.0.0.1:<port>`
+//! (`--port`, default 8000, where the harness looks). Runs until Ctrl-C.
+
+use std::sync::Arc;
+
+use sinew_adk::InMemorySessionService;
+use sinew_adk::testing::{ScriptedAnswer, ScriptedLlm};
+use sinew_server::conformance::{ReplayPlugin, demo_agent};
+use sinew_server::{AdkApi, ServerConfig, serve};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let port: u16 = match args.as_slice() {
+        [] => 8000,
+        [flag, port] if flag == "--port" => port.parse()?,
+        _ => return Err("usage: conformance_server [--port N]".into()),
+    };
+    // The twin's own model answers nothing: under replay the recorded model answers.
+    let model = Arc::new(ScriptedLlm::new(Vec::<ScriptedAnswer>::new()).named("fake-llm"));
+    let api = AdkApi::new(Arc::new(InMemorySessionService::new()))
+        .plugin(Arc::new(ReplayPlugin::new()))
+        .app("demo_agent", Arc::new(demo_agent(model)?))?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let shutdown = async {
+        // Without a signal handler the server runs until it is killed.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    serve(listener, api, ServerConfig::default(), shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! ADK's conformance harness (`adk conformance test`) against sinew-server: the replay plugin,
+//! and the twin of the harness's demo agent.
+//!
+//! The harness is an HTTP client. For each user message it sends, the run's state delta carries
+//! `_adk_replay_config` (`{"dir", "user_message_index", "streaming_mode"}`); with it,
+//! [`ReplayPlugin`] makes every model call answer what `adk conformance record` recorded in
+//! `<dir>/generated-recordings[-sse].yaml`, after checking that our request equals the recorded
+//! one, and checks every tool call against the recorded call, runs the tool for its side effects
+//! and answers the recorded response, as adk-python's `ReplayPlugin` does. A mismatch fails the
+//! run (a model call) or the recorded session (a tool call) loudly.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use serde_json::{Map, Value};
+use sinew_adk::{CallbackContext, Error, InvocationContext, Llm, LlmRequest, LlmResponse, Plugin, Tool, ToolContext};
+
+/// The state key that turns replay on.
+pub const REPLAY_CONFIG: &str = "_adk_replay_config";
+
+/// One user message's replay: where the recordings are and which message it is.
+#[derive(Clone, Debug, PartialEq)]
+struct Replay {
+    file: PathBuf,
+    user_message_index: i64,
+}
+
+impl Replay {
+    /// The replay `state` asks for, `None` when it asks for none.
+    fn of(state: &Map<String, Value>) -> Result<Option<Replay>, String> {
+        let Some(config) = state.get(REPLAY_CONFIG).filter(|c| !c.is_null()) else { return Ok(None) };
+        let (Some(dir), Some(index)) = (config["dir"].as_str(), config["user_message_index"].as_i64()) else {
+            return Ok(None);
+        };
+        let file = match config["streaming_mode"].as_str() {
+            Some("sse") => "generated-recordings-sse.yaml",
+            Some("none") => "generated-recordings.yaml",
+            other => return Err(format!("ReplayConfigError: unsupported streaming mode: {other:?}")),
+        };
+        Ok(Some(Replay { file: Path::new(dir).join(file), user_message_index: index }))
+    }
+}
+
+/// What one invocation has replayed so far, per agent.
+#[derive(Debug, Default)]
+struct Progress {
+    model_calls: HashMap<String, usize>,
+    tool_calls: HashMap<String, usize>,
+    /// Recorded responses for calls that passed the check, by call id, given back after the tool ran.
+    responses: HashMap<String, Map<String, Value>>,
+}
+
+/// adk-python's `ReplayPlugin`, for ADK's conformance harness (see the module's documentation).
+#[derive(Debug, Default)]
+pub struct ReplayPlugin {
+    recordings: Mutex<HashMap<PathBuf, Arc<Vec<Value>>>>,
+    /// By invocation id and user message index.
+    progress: Mutex<HashMap<(String, i64), Progress>>,
+}
+
+impl ReplayPlugin {
+    pub fn new() -> Self {
+        ReplayPlugin::default()
+    }
+
+    fn load(&self, file: &Path) -> Result<Arc<Vec<Value>>, String> {
+        let mut cache = self.recordings.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(recordings) = cache.get(file) {
+            return Ok(recordings.clone());
+        }
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("ReplayConfigError: recordings file {}: {e}", file.display()))?;
+        let value: Value = serde_yaml_ng::from_str(&text)
+            .map_err(|e| format!("ReplayConfigError: failed to load recordings from {}: {e}", file.display()))?;
+        let recordings = Arc::new(value["recordings"].as_array().cloned().unwrap_or_default());
+        cache.insert(file.to_owned(), recordings.clone());
+        Ok(recordings)
+    }
+
+    /// The next recording of `kind` (`llm_recording` or `tool_recording`) for `agent` in this
+    /// invocation's user message.
+    fn next(&self, replay: &Replay, invocation: &str, agent: &str, kind: &str) -> Result<(Value, usize), String> {
+        let recordings = self.load(&replay.file)?;
+        let mine: Vec<&Value> = recordings
+            .iter()
+            .filter(|r| {
+                r["agent_name"] == agent && r["user_message_index"] == replay.user_message_index && !r[kind].is_null()
+            })
+            .collect();
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        let progress = progress.entry((invocation.to_owned(), replay.user_message_index)).or_default();
+        let counter = if kind == "llm_recording" { &mut progress.model_calls } else { &mut progress.tool_calls };
+        let index = counter.entry(agent.to_owned()).or_insert(0);
+        let found = mine.get(*index).map(|r| r[kind].clone()).ok_or_else(|| {
+            format!(
+                "ReplayVerificationError: Runtime sent more {} requests than expected for agent '{agent}' at \
+                 user_message_index {}. Expected {}, but got request at index {index}",
+                if kind == "llm_recording" { "LLM" } else { "tool" },
+                replay.user_message_index,
+                mine.len()
+            )
+        })?;
+        *index += 1;
+        Ok((found, *index - 1))
+    }
+
+    fn with_progress<T>(&self, key: (String, i64), f: impl FnOnce(&mut Progress) -> T) -> T {
+        let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        f(progress.entry(key).or_default())
+    }
+}
+
+/// A model that answers one recorded call, after checking the request.
+struct ReplayLlm {
+    name: String,
+    agent: String,
+    turn: usize,
+    expected: Value,
+    responses: Vec<Value>,
+    /// A configuration error found before the call: the call fails with it.
+    error: Option<String>,
+}
+
+/// A request as adk-python's replay compares it: without the live settings, the HTTP options
+/// and the labels.
+fn comparable(mut request: Value) -> Value {
+    if let Some(map) = request.as_object_mut() {
+        map.remove("live_connect_config");
+        if let Some(config) = map.get_mut("config").and_then(Value::as_object_mut) {
+            config.remove("http_options");
+            config.remove("labels");
+        }
+    }
+    request
+}
+
+impl Llm for ReplayLlm {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn generate_content(
+        &self,
+        request: LlmRequest,
+        _stream: bool,
+    ) -> BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+        let fail = |message: String| futures::stream::once(async move { Err(Error::InvalidRequest(message)) }).boxed();
+        if let Some(error) = &self.error {
+            return fail(error.clone());
+        }
+        let (ours, theirs) = (comparable(request.to_json()), comparable(self.expected.clone()));
+        if ours != theirs {
+            return fail(format!(
+                "ReplayVerificationError: LLM request mismatch in turn {} for agent '{}':\nrecorded: {theirs}\ncurrent: {ours}",
+                self.turn, self.agent
+            ));
+        }
+        let responses: Vec<sinew_adk::Result<LlmResponse>> = self
+            .responses
+            .iter()
+            .map(|r| {
+                serde_json::from_value(r.clone())
+                    .map_err(|e| Error::InvalidRequest(format!("ReplayConfigError: a recorded response: {e}")))
+            })
+            .collect();
+        futures::stream::iter(responses).boxed()
+    }
+}
+
+#[async_trait]
+impl Plugin for ReplayPlugin {
+    fn name(&self) -> &str {
+        "adk_replay"
+    }
+
+    async fn replace_model(&self, ctx: &CallbackContext) -> Option<Arc<dyn Llm>> {
+        let agent = ctx.agent_name().to_owned();
+        let failing = |error: String| -> Arc<dyn Llm> {
+            Arc::new(ReplayLlm {
+                name: String::new(),
+                agent: agent.clone(),
+                turn: 0,
+                expected: Value::Null,
+                responses: Vec::new(),
+                error: Some(error),
+            })
+        };
+        let replay = match Replay::of(&ctx.state().await) {
+            Ok(Some(replay)) => replay,
+            Ok(None) => return None,
+            Err(error) => return Some(failing(error)),
+        };
+        match self.next(&replay, ctx.invocation_id(), &agent, "llm_recording") {
+            Ok((recording, turn)) => Some(Arc::new(ReplayLlm {
+                name: recording["llm_request"]["model"].as_str().unwrap_or_default().to_owned(),
+                agent: agent.clone(),
+                turn,
+                expected: recording["llm_request"].clone(),
+                responses: recording["llm_responses"].as_array().cloned().unwrap_or_default(),
+                error: None,
+            })),
+            Err(error) => Some(failing(error)),
+        }
+    }
+
+    async fn before_tool(
+        &self,
+        tool: &dyn Tool,
+        args: &mut Map<String, Value>,
+        ctx: &ToolContext,
+    ) -> Option<Map<String, Value>> {
+        let replay = match Replay::of(&ctx.state().await) {
+            Ok(Some(replay)) => replay,
+            Ok(None) => return None,
+            Err(error) => return Some(mismatch(error)),
+        };
+        let agent = ctx.agent_name().to_owned();
+        let (recording, index) = match self.next(&replay, ctx.invocation_id(), &agent, "tool_recording") {
+            Ok(found) => found,
+            Err(error) => return Some(mismatch(error)),
+        };
+        let call = &recording["tool_call"];
+        if call["name"] != tool.name() {
+            let error = format!(
+                "ReplayVerificationError: Tool name mismatch for agent '{agent}' at index {index}:\nrecorded: '{}'\ncurrent: '{}'",
+                call["name"].as_str().unwrap_or_default(),
+                tool.name()
+            );
+            return Some(mismatch(error));
+        }
+        let recorded_args = call["args"].as_object().cloned().unwrap_or_default();
+        if recorded_args != *args {
+            let error = format!(
+                "ReplayVerificationError: Tool args mismatch for agent '{agent}' at index {index}:\nrecorded: {}\ncurrent: {}",
+                Value::Object(recorded_args),
+                Value::Object(args.clone())
+            );
+            return Some(mismatch(error));
+        }
+        // The tool runs as usual (its side effects, the confirmation gate); its answer is swapped
+        // for the recorded one afterwards.
+        let response = recording["tool_response"]["response"].as_object().cloned().unwrap_or_default();
+        self.with_progress((ctx.invocation_id().to_owned(), replay.user_message_index), |p| {
+            p.responses.insert(ctx.function_call_id().to_owned(), response);
+        });
+        None
+    }
+
+    async fn after_tool(
+        &self,
+        _tool: &dyn Tool,
+        _args: &Map<String, Value>,
+        ctx: &ToolContext,
+        _response: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        let replay = Replay::of(&ctx.state().await).ok()??;
+        self.with_progress((ctx.invocation_id().to_owned(), replay.user_message_index), |p| {
+            p.responses.remove(ctx.function_call_id())
+        })
+    }
+
+    async fn after_run(&self, ctx: &InvocationContext) {
+        let invocation = ctx.invocation_id().to_owned();
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner).retain(|(id, _), _| *id != invocation);
+    }
+}
+
+/// What a mismatched tool call answers: the error, for the recorded session to show.
+fn mismatch(error: String) -> Map<String, Value> {
+    tracing::error!("{error}");
+    Map::from_iter([("error".to_owned(), Value::String(error))])
+}
+
+pub use sinew_adk::testing::conformance_demo_agent as demo_agent;
