@@ -62,7 +62,7 @@ pub use adapter::{
     SessionServiceAdapter, ToolCall, run_and_collect,
 };
 pub use agent::{Agent, AgentNames, check_agent_name};
-pub use artifact::{ArtifactService, InMemoryArtifactService};
+pub use artifact::{ArtifactService, ArtifactVersion, FileArtifactService, InMemoryArtifactService};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
 #[cfg(feature = "postgres")]
 pub use database::PostgresSessionService;

@@ -10,7 +10,8 @@ use http::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sinew_adk::{
-    Agent, Error as AdkError, Event, GetSessionConfig, RunAgentRequest, RunConfig, Runner, Session, SessionService,
+    Agent, ArtifactService, Error as AdkError, Event, GetSessionConfig, InMemoryArtifactService, Part, RunAgentRequest,
+    RunConfig, Runner, Session, SessionService,
 };
 
 use crate::http::{Body, DecodeError, detail, empty_json, json_response, read_json, sse_response};
@@ -34,6 +35,7 @@ struct App {
 pub struct AdkApi {
     apps: BTreeMap<String, App>,
     sessions: Arc<dyn SessionService>,
+    artifacts: Arc<dyn ArtifactService>,
     plugins: Vec<Arc<dyn sinew_adk::Plugin>>,
     max_llm_calls: Option<usize>,
 }
@@ -58,6 +60,21 @@ struct CreateSession {
     #[serde(default)]
     #[allow(dead_code, reason = "accepted as adk-python accepts it, used by no sinew service")]
     options: Option<Value>,
+}
+
+/// `POST …/artifacts` (`SaveArtifactRequest`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SaveArtifact {
+    filename: String,
+    artifact: Part,
+    #[serde(default, alias = "custom_metadata")]
+    custom_metadata: Option<Map<String, Value>>,
+}
+
+/// A version in a path: a number, or `latest`.
+fn version_id(id: &str) -> Result<Option<i64>, ()> {
+    if id == "latest" { Ok(None) } else { id.parse().map(Some).map_err(|_| ()) }
 }
 
 /// `PATCH …/sessions/{id}` (`UpdateSessionRequest`).
@@ -86,7 +103,8 @@ fn error_type(error: &AdkError) -> &'static str {
 impl AdkApi {
     /// No apps yet, sessions in `sessions`.
     pub fn new(sessions: Arc<dyn SessionService>) -> Self {
-        AdkApi { apps: BTreeMap::new(), sessions, plugins: Vec::new(), max_llm_calls: None }
+        let artifacts = Arc::new(InMemoryArtifactService::new());
+        AdkApi { apps: BTreeMap::new(), sessions, artifacts, plugins: Vec::new(), max_llm_calls: None }
     }
 
     /// Serves `agent` as the app `name`. The name must be a plain identifier (letters, digits,
@@ -95,12 +113,24 @@ impl AdkApi {
         if !is_app_name(name) {
             return Err(AdkError::InvalidAgent(format!("app name `{name}` is not a plain identifier")));
         }
-        let mut runner = Runner::new(name, agent.clone(), self.sessions.clone())?;
+        let mut runner =
+            Runner::new(name, agent.clone(), self.sessions.clone())?.with_artifact_service(self.artifacts.clone());
         for plugin in &self.plugins {
             runner = runner.with_plugin(plugin.clone());
         }
         self.apps.insert(name.to_owned(), App { agent, runner });
         Ok(self)
+    }
+
+    /// Keeps artifacts in `artifacts` (in memory unless set), for the routes and every app's
+    /// runner, those added before and after.
+    #[must_use]
+    pub fn artifact_service(mut self, artifacts: Arc<dyn ArtifactService>) -> Self {
+        for app in self.apps.values_mut() {
+            app.runner = app.runner.clone().with_artifact_service(artifacts.clone());
+        }
+        self.artifacts = artifacts;
+        self
     }
 
     /// Adds `plugin` to every app's runner, those added before and after.
@@ -165,6 +195,9 @@ impl AdkApi {
             }
             (&Method::DELETE, ["apps", app, "users", user, "sessions", id]) => {
                 self.sessions.delete_session(app, user, id).await.map(|()| empty_json())
+            }
+            (_, ["apps", app, "users", user, "sessions", id, "artifacts", rest @ ..]) => {
+                self.artifacts(&method, app, user, id, rest, query, body, max_body).await
             }
             (&Method::POST, ["run"]) => self.run(read_json(body, max_body).await).await,
             (&Method::POST, ["run_sse"]) => self.run_sse(read_json(body, max_body).await).await,
@@ -259,6 +292,87 @@ impl AdkApi {
         event.actions.state_delta = request.state_delta;
         self.sessions.append_event(&mut session, event).await?;
         Ok(json_response(StatusCode::OK, &session))
+    }
+
+    /// The artifact routes below `…/sessions/{id}/artifacts` (`rest` is what follows).
+    #[allow(clippy::too_many_arguments, reason = "one route's parts")]
+    async fn artifacts<B>(
+        &self,
+        method: &Method,
+        app: &str,
+        user: &str,
+        session: &str,
+        rest: &[&str],
+        query: &str,
+        body: B,
+        max_body: usize,
+    ) -> Result<Response<Body>, AdkError>
+    where
+        B: http_body::Body<Data = Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let a = &self.artifacts;
+        let invalid_version = || detail(StatusCode::UNPROCESSABLE_ENTITY, "Invalid version ID");
+        let answer = |found: Result<Response<Body>, AdkError>| match found {
+            // A name or id the service refuses (a path outside its place) is the caller's error.
+            Err(AdkError::InvalidRequest(message)) => Ok(detail(StatusCode::BAD_REQUEST, &message)),
+            other => other,
+        };
+        let (name, tail) = match rest.iter().position(|s| *s == "versions") {
+            Some(at) => (rest[..at].join("/"), &rest[at..]),
+            None => (rest.join("/"), &rest[rest.len()..]),
+        };
+        answer(match (method, name.is_empty(), tail) {
+            (&Method::GET, true, []) => {
+                a.list_artifact_keys(app, user, session).await.map(|k| json_response(StatusCode::OK, &k))
+            }
+            (&Method::POST, true, []) => {
+                let request: SaveArtifact = match read_json(body, max_body).await {
+                    Ok(request) => request,
+                    Err(error) => return Ok(error.response()),
+                };
+                let metadata = request.custom_metadata.unwrap_or_default();
+                let saved = a
+                    .save_artifact_with_metadata(app, user, session, &request.filename, request.artifact, metadata)
+                    .await;
+                match saved {
+                    Ok(version) => {
+                        match a.artifact_version(app, user, session, &request.filename, Some(version)).await? {
+                            Some(meta) => Ok(json_response(StatusCode::OK, &meta)),
+                            None => Ok(detail(StatusCode::INTERNAL_SERVER_ERROR, "Artifact metadata unavailable")),
+                        }
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            (&Method::GET, false, []) => {
+                let version = query.split('&').find_map(|p| p.strip_prefix("version="));
+                let version = match version.map(str::parse::<i64>).transpose() {
+                    Ok(version) => version,
+                    Err(_) => return Ok(invalid_version()),
+                };
+                a.load_artifact(app, user, session, &name, version).await.map(part_or_404)
+            }
+            (&Method::DELETE, false, []) => a.delete_artifact(app, user, session, &name).await.map(|()| empty_json()),
+            (&Method::GET, false, ["versions"]) => {
+                a.list_versions(app, user, session, &name).await.map(|v| json_response(StatusCode::OK, &v))
+            }
+            (&Method::GET, false, ["versions", "metadata"]) => {
+                a.list_artifact_versions(app, user, session, &name).await.map(|v| json_response(StatusCode::OK, &v))
+            }
+            (&Method::GET, false, ["versions", id]) => match version_id(id) {
+                Ok(version) => a.load_artifact(app, user, session, &name, version).await.map(part_or_404),
+                Err(()) => Ok(invalid_version()),
+            },
+            (&Method::GET, false, ["versions", id, "metadata"]) => match version_id(id) {
+                Ok(version) => a.artifact_version(app, user, session, &name, version).await.map(|found| match found {
+                    Some(meta) => json_response(StatusCode::OK, &meta),
+                    None => detail(StatusCode::NOT_FOUND, "Artifact version not found"),
+                }),
+                Err(()) => Ok(invalid_version()),
+            },
+            _ => Ok(detail(StatusCode::NOT_FOUND, "Not Found")),
+        })
     }
 
     /// The runner of the request's app, its run configuration, and the request.
@@ -389,6 +503,13 @@ fn app_info(name: &str, agent: &Arc<dyn Agent>) -> Value {
         "isComputerUse": false,
         "agents": all,
     })
+}
+
+fn part_or_404(part: Option<Part>) -> Response<Body> {
+    match part {
+        Some(part) => json_response(StatusCode::OK, &part),
+        None => detail(StatusCode::NOT_FOUND, "Artifact not found"),
+    }
 }
 
 fn app_not_found(name: &str) -> Response<Body> {

@@ -1,5 +1,6 @@
 //! sinew-adk's integration tests.
 
+mod artifacts;
 mod conformance;
 mod flows;
 mod message_stores;

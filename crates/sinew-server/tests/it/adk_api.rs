@@ -278,3 +278,89 @@ async fn a_client_that_disconnects_cancels_its_run() {
     assert_eq!(session.events[0].content.as_ref().unwrap().text(), "go");
     assert_eq!(session.events[1].function_calls().next().unwrap().name(), "hang");
 }
+
+/// The artifact routes over `artifacts`.
+async fn artifact_routes(artifacts: Arc<dyn sinew_adk::ArtifactService>) {
+    let sessions = Arc::new(InMemorySessionService::new());
+    let addr = start(demo(sessions).artifact_service(artifacts), ServerConfig::default()).await;
+    let base = "/apps/demo_agent/users/u1/sessions/s1/artifacts";
+    let save = |body: Value| async move { send(addr, "POST", base, Some(&body.to_string()), &[]).await };
+    let first =
+        save(json!({"filename": "notes.txt", "artifact": {"text": "one"}, "customMetadata": {"by": "me"}})).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let first = first.json();
+    assert_eq!((&first["version"], &first["customMetadata"]), (&json!(0), &json!({"by": "me"})));
+    assert!(first["createTime"].as_f64().unwrap() > 0.0 && first["canonicalUri"].is_string(), "{first}");
+    let png =
+        json!({"filename": "docs/pic.png", "artifact": {"inlineData": {"mimeType": "image/png", "data": "iVBORw=="}}});
+    assert_eq!(save(png).await.json()["mimeType"], "image/png");
+    save(json!({"filename": "notes.txt", "artifact": {"text": "two"}})).await;
+
+    assert_eq!(send(addr, "GET", base, None, &[]).await.json(), json!(["docs/pic.png", "notes.txt"]));
+    let get = |path: &'static str| async move { send(addr, "GET", &format!("{base}/{path}"), None, &[]).await };
+    assert_eq!(get("notes.txt").await.json(), json!({"text": "two"}));
+    assert_eq!(get("notes.txt?version=0").await.json(), json!({"text": "one"}));
+    assert_eq!(get("docs/pic.png").await.json()["inlineData"]["mimeType"], "image/png");
+    assert_eq!(get("notes.txt/versions").await.json(), json!([0, 1]));
+    assert_eq!(get("notes.txt/versions/0").await.json(), json!({"text": "one"}));
+    assert_eq!(get("notes.txt/versions/latest").await.json(), json!({"text": "two"}));
+    assert_eq!(get("notes.txt/versions/1/metadata").await.json()["version"], 1);
+    assert_eq!(get("notes.txt/versions/metadata").await.json().as_array().unwrap().len(), 2);
+    let invalid = get("notes.txt/versions/first").await;
+    assert_eq!((invalid.status, invalid.json()), (422, json!({"detail": "Invalid version ID"})));
+    let missing = get("nothing.txt").await;
+    assert_eq!((missing.status, missing.json()), (404, json!({"detail": "Artifact not found"})));
+    assert_eq!(get("notes.txt/versions/9/metadata").await.status, 404);
+    let deleted = send(addr, "DELETE", &format!("{base}/notes.txt"), None, &[]).await;
+    assert_eq!((deleted.status, deleted.body.as_str()), (200, "null"));
+    assert_eq!(get("notes.txt").await.status, 404);
+    let bad = save(json!({"filename": "notes.txt"})).await;
+    assert_eq!(bad.status, 422, "an artifact is required");
+}
+
+#[tokio::test]
+async fn the_artifact_routes_in_memory() {
+    artifact_routes(Arc::new(sinew_adk::InMemoryArtifactService::new())).await;
+}
+
+#[tokio::test]
+async fn the_artifact_routes_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = Arc::new(sinew_adk::FileArtifactService::new(dir.path()).unwrap());
+    artifact_routes(files.clone()).await;
+    // A name that would leave the directory is the caller's error, and nothing is written.
+    let addr =
+        start(demo(Arc::new(InMemorySessionService::new())).artifact_service(files), ServerConfig::default()).await;
+    let body = json!({"filename": "../../escape.txt", "artifact": {"text": "x"}}).to_string();
+    let reply = send(addr, "POST", "/apps/demo_agent/users/u1/sessions/s1/artifacts", Some(&body), &[]).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert!(!dir.path().join("apps/demo_agent/users/u1/escape.txt").exists());
+}
+
+/// An event with both content and an artifact delta goes out as two frames, as ADK Web wants.
+#[tokio::test]
+async fn run_sse_splits_content_from_artifact_deltas() {
+    let save = FunctionTool::new("save", "Saves a note.", json!({"type": "object"}), |_, ctx| {
+        let ctx = ctx.clone();
+        async move {
+            ctx.save_artifact("note.txt", sinew_adk::Part::text("kept"))
+                .await
+                .map_err(|e| sinew_core::ToolError::Failed(e.to_string().into()))?;
+            Ok(json!({"saved": true}))
+        }
+    });
+    let llm = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("save", json!({})), ScriptedAnswer::text("Saved.")]));
+    let agent = LlmAgent::builder("demo_agent").model(llm).tool(Arc::new(save)).build().unwrap();
+    let sessions = Arc::new(InMemorySessionService::new());
+    sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    let addr = start(AdkApi::new(sessions).app("demo_agent", Arc::new(agent)).unwrap(), ServerConfig::default()).await;
+    let body = json!({"appName": "demo_agent", "userId": "u1", "sessionId": "s1",
+        "newMessage": {"role": "user", "parts": [{"text": "save it"}]}});
+    let frames = send(addr, "POST", "/run_sse", Some(&body.to_string()), &[]).await.frames();
+    let response = frames.iter().position(|f| f["content"]["parts"][0]["functionResponse"].is_object()).unwrap();
+    assert_eq!(frames[response]["actions"]["artifactDelta"], json!({}), "the content frame");
+    assert!(frames[response + 1].get("content").is_none(), "then the action-only frame");
+    assert_eq!(frames[response + 1]["actions"]["artifactDelta"], json!({"note.txt": 0}));
+    let listed = send(addr, "GET", "/apps/demo_agent/users/u1/sessions/s1/artifacts", None, &[]).await.json();
+    assert_eq!(listed, json!(["note.txt"]));
+}
