@@ -17,6 +17,7 @@ mod mcp;
 mod providers;
 mod render;
 mod repl;
+mod serve;
 mod sessions;
 
 use std::io::IsTerminal;
@@ -43,8 +44,10 @@ use crate::sessions::{AGENT_ID, Sessions};
 /// With a PROMPT, answers it and exits; without one, opens a conversation (type /help).
 /// Conversations are saved; `/sessions` and `--resume` bring them back.
 #[derive(Debug, Parser)]
-#[command(name = "sinew", version, after_help = AFTER_HELP)]
+#[command(name = "sinew", version, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The prompt, for a one-shot answer. Without one, sinew opens a conversation.
     prompt: Vec<String>,
     /// The model: NAME/MODEL (a provider name, e.g. anthropic/claude-sonnet-4-5), or a model one
@@ -98,6 +101,12 @@ struct Cli {
     verbose: u8,
 }
 
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Serves a directory of ADK apps (AgentConfig YAML) in the dialect of ADK's api_server.
+    Serve(serve::ServeArgs),
+}
+
 /// What one prompt may use before the run stops: a coding task may take many turns, and every
 /// turn sends the whole context again.
 const LIMITS: ExecutionLimits = ExecutionLimits::new(200, 20_000_000, Duration::from_secs(3600));
@@ -149,7 +158,24 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).without_time().try_init();
 }
 
+/// The configuration file `--config` names (an error when it cannot be read), else the default
+/// one when it exists.
+fn load_config(explicit: Option<&Path>) -> Result<Config> {
+    let path = match explicit {
+        Some(path) => Some(path.to_owned()),
+        None => config::default_config_path(),
+    };
+    Ok(match &path {
+        Some(path) => Config::load(path, explicit.is_some()).map_err(|e| UsageError(format!("{e:#}")))?,
+        None => Config::default(),
+    })
+}
+
 async fn run(cli: Cli) -> Result<ExitCode> {
+    if let Some(Command::Serve(args)) = cli.command {
+        serve::run(args, &load_config(cli.config.as_deref())?).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let prompt = (!cli.prompt.is_empty()).then(|| cli.prompt.join(" "));
     if cli.json && prompt.is_none() && !cli.demo {
         return Err(UsageError("--json needs a PROMPT: sinew --json \"...\"".into()).into());
@@ -160,14 +186,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         return demo(cli, term, thinking).await;
     }
 
-    let (config_path, explicit) = match &cli.config {
-        Some(path) => (Some(path.clone()), true),
-        None => (config::default_config_path(), false),
-    };
-    let config = match &config_path {
-        Some(path) => Config::load(path, explicit).map_err(|e| UsageError(format!("{e:#}")))?,
-        None => Config::default(),
-    };
+    let config = load_config(cli.config.as_deref())?;
     let thinking = match (thinking, config.thinking.as_deref()) {
         (Some(level), _) => Some(level),
         (None, Some(level)) => Some(parse_thinking(level)?),

@@ -122,6 +122,21 @@ impl AdkApi {
         Ok(self)
     }
 
+    /// Serves every app of `agents_dir` (each subdirectory holding a `root_agent.yaml`, ADK's
+    /// layout), built with `registry`. Every file is read now: a broken one is an error here,
+    /// not at the first request.
+    pub fn apps_from_dir(
+        mut self,
+        agents_dir: &std::path::Path,
+        registry: &crate::AgentRegistry,
+    ) -> sinew_adk::Result<Self> {
+        for name in crate::AgentRegistry::app_names(agents_dir)? {
+            let agent = registry.load_app(agents_dir, &name)?;
+            self = self.app(&name, agent)?;
+        }
+        Ok(self)
+    }
+
     /// Keeps artifacts in `artifacts` (in memory unless set), for the routes and every app's
     /// runner, those added before and after.
     #[must_use]

@@ -22,12 +22,14 @@
 //! - `postgres` (default): `postgresql://` session storage.
 
 mod adk_api;
+mod agents;
 pub mod conformance;
 mod http;
 mod serve;
 mod storage;
 
 pub use adk_api::{ADK_VERSION, AdkApi, is_app_name};
+pub use agents::AgentRegistry;
 pub use http::Body;
 pub use serve::{DEFAULT_ADDRESS, DEFAULT_MAX_BODY_BYTES, ServerConfig, serve};
 pub use storage::session_service_from_uri;

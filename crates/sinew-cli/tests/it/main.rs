@@ -4,4 +4,5 @@
 mod mcp;
 mod one_shot;
 mod repl;
+mod serve;
 mod support;
