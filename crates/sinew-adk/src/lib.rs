@@ -42,6 +42,7 @@ pub mod genai;
 mod history;
 mod json;
 mod llm_agent;
+pub mod memory;
 pub mod model;
 pub mod plugin;
 mod pyrepr;
@@ -82,6 +83,7 @@ pub use json::to_snake_value;
 pub use llm_agent::{
     IncludeContents, Instruction, InstructionProvider, LlmAgent, LlmAgentBuilder, ReadonlyContext, inject_state,
 };
+pub use memory::{InMemoryMemoryService, MemoryEntry, MemoryService};
 pub use model::{Llm, ModelAdapter};
 pub use plugin::Plugin;
 pub use record::to_sinew_session;

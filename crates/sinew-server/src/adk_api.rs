@@ -10,8 +10,8 @@ use http::{Method, Request, Response, StatusCode};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sinew_adk::{
-    Agent, ArtifactService, Error as AdkError, Event, GetSessionConfig, InMemoryArtifactService, Part, RunAgentRequest,
-    RunConfig, Runner, Session, SessionService,
+    Agent, ArtifactService, Error as AdkError, Event, GetSessionConfig, InMemoryArtifactService, MemoryService, Part,
+    RunAgentRequest, RunConfig, Runner, Session, SessionService,
 };
 
 use crate::http::{Body, DecodeError, detail, empty_json, json_response, read_json, sse_response};
@@ -36,6 +36,7 @@ pub struct AdkApi {
     apps: BTreeMap<String, App>,
     sessions: Arc<dyn SessionService>,
     artifacts: Arc<dyn ArtifactService>,
+    memory: Option<Arc<dyn MemoryService>>,
     plugins: Vec<Arc<dyn sinew_adk::Plugin>>,
     max_llm_calls: Option<usize>,
 }
@@ -77,6 +78,14 @@ fn version_id(id: &str) -> Result<Option<i64>, ()> {
     if id == "latest" { Ok(None) } else { id.parse().map(Some).map_err(|_| ()) }
 }
 
+/// `PATCH …/memory` (`UpdateMemoryRequest`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UpdateMemory {
+    #[serde(default, alias = "session_id")]
+    session_id: Option<String>,
+}
+
 /// `PATCH …/sessions/{id}` (`UpdateSessionRequest`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -104,7 +113,7 @@ impl AdkApi {
     /// No apps yet, sessions in `sessions`.
     pub fn new(sessions: Arc<dyn SessionService>) -> Self {
         let artifacts = Arc::new(InMemoryArtifactService::new());
-        AdkApi { apps: BTreeMap::new(), sessions, artifacts, plugins: Vec::new(), max_llm_calls: None }
+        AdkApi { apps: BTreeMap::new(), sessions, artifacts, memory: None, plugins: Vec::new(), max_llm_calls: None }
     }
 
     /// Serves `agent` as the app `name`. The name must be a plain identifier (letters, digits,
@@ -145,6 +154,14 @@ impl AdkApi {
             app.runner = app.runner.clone().with_artifact_service(artifacts.clone());
         }
         self.artifacts = artifacts;
+        self
+    }
+
+    /// Remembers sessions in `memory` (`PATCH …/memory`; without one that route is a 400, as in
+    /// adk-python).
+    #[must_use]
+    pub fn memory_service(mut self, memory: Arc<dyn MemoryService>) -> Self {
+        self.memory = Some(memory);
         self
     }
 
@@ -213,6 +230,9 @@ impl AdkApi {
             }
             (_, ["apps", app, "users", user, "sessions", id, "artifacts", rest @ ..]) => {
                 self.artifacts(&method, app, user, id, rest, query, body, max_body).await
+            }
+            (&Method::PATCH, ["apps", app, "users", user, "memory"]) => {
+                self.add_to_memory(app, user, read_json(body, max_body).await).await
             }
             (&Method::POST, ["run"]) => self.run(read_json(body, max_body).await).await,
             (&Method::POST, ["run_sse"]) => self.run_sse(read_json(body, max_body).await).await,
@@ -307,6 +327,30 @@ impl AdkApi {
         event.actions.state_delta = request.state_delta;
         self.sessions.append_event(&mut session, event).await?;
         Ok(json_response(StatusCode::OK, &session))
+    }
+
+    async fn add_to_memory(
+        &self,
+        app: &str,
+        user: &str,
+        request: Result<UpdateMemory, DecodeError>,
+    ) -> Result<Response<Body>, AdkError> {
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => return Ok(error.response()),
+        };
+        let Some(memory) = &self.memory else {
+            return Ok(detail(StatusCode::BAD_REQUEST, "Memory service is not configured."));
+        };
+        let Some(session_id) = request.session_id else {
+            return Ok(detail(StatusCode::BAD_REQUEST, "Update memory request is invalid."));
+        };
+        let Some(session) = self.sessions.get_session(app, user, &session_id, GetSessionConfig::default()).await?
+        else {
+            return Ok(detail(StatusCode::NOT_FOUND, "Session not found"));
+        };
+        memory.add_session_to_memory(&session).await?;
+        Ok(empty_json())
     }
 
     /// The artifact routes below `…/sessions/{id}/artifacts` (`rest` is what follows).

@@ -364,3 +364,33 @@ async fn run_sse_splits_content_from_artifact_deltas() {
     let listed = send(addr, "GET", "/apps/demo_agent/users/u1/sessions/s1/artifacts", None, &[]).await.json();
     assert_eq!(listed, json!(["note.txt"]));
 }
+
+#[tokio::test]
+async fn the_memory_route_remembers_a_session() {
+    let sessions = Arc::new(InMemorySessionService::new());
+    let mut session = sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    let said = sinew_adk::Event::user("e-1", sinew_adk::Content::user_text("My cat is called Miso"));
+    sessions.append_event(&mut session, said).await.unwrap();
+    let memory = Arc::new(sinew_adk::InMemoryMemoryService::new());
+    let without = start(demo(sessions.clone()), ServerConfig::default()).await;
+    let path = "/apps/demo_agent/users/u1/memory";
+    let refused = send(without, "PATCH", path, Some(r#"{"sessionId": "s1"}"#), &[]).await;
+    assert_eq!((refused.status, refused.json()), (400, json!({"detail": "Memory service is not configured."})));
+
+    let addr = start(demo(sessions).memory_service(memory.clone()), ServerConfig::default()).await;
+    let missing = send(addr, "PATCH", path, Some(r#"{"sessionId": "nope"}"#), &[]).await;
+    assert_eq!((missing.status, missing.json()), (404, json!({"detail": "Session not found"})));
+    let invalid = send(addr, "PATCH", path, Some("{}"), &[]).await;
+    assert_eq!((invalid.status, invalid.json()), (400, json!({"detail": "Update memory request is invalid."})));
+    let added = send(addr, "PATCH", path, Some(r#"{"sessionId": "s1"}"#), &[]).await;
+    assert_eq!((added.status, added.body.as_str()), (200, "null"));
+
+    use sinew_adk::MemoryService as _;
+    let found = memory.search_memory("demo_agent", "u1", "what is my CAT called?").await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].content.text(), "My cat is called Miso");
+    assert_eq!(found[0].author.as_deref(), Some("user"));
+    assert!(found[0].timestamp.as_deref().unwrap().ends_with("+00:00"));
+    assert!(memory.search_memory("demo_agent", "u1", "dogs").await.unwrap().is_empty());
+    assert!(memory.search_memory("demo_agent", "u2", "cat").await.unwrap().is_empty(), "another user's memories");
+}
