@@ -18,7 +18,7 @@ use crate::{step, target_dir};
 /// runs the harness, stops the server, and exits with the harness's status.
 const SCRIPT: &str = r#"set -u
 ip link set lo up
-"$SERVER" > "$WORK/server.log" 2>&1 &
+"$SERVER" --recordings "$WORK/tests" > "$WORK/server.log" 2>&1 &
 SP=$!
 for i in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null && break; sleep 0.1; done
 cd "$WORK"

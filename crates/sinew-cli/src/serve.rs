@@ -34,7 +34,8 @@ pub(crate) struct ServeArgs {
     /// Keeps artifacts on disk under this directory (default: in memory).
     #[arg(long = "artifact_dir", alias = "artifact-dir", value_name = "DIR")]
     artifact_dir: Option<PathBuf>,
-    /// Every request must carry `Authorization: Bearer <TOKEN>`.
+    /// Every request must carry `Authorization: Bearer <TOKEN>` (prefer SINEW_SERVER_TOKEN: a
+    /// command line is visible to every user of the machine).
     #[arg(long, env = "SINEW_SERVER_TOKEN", value_name = "TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// The directory the file tools are confined to (default: the current directory).
@@ -45,6 +46,14 @@ pub(crate) struct ServeArgs {
 pub(crate) async fn run(args: ServeArgs, config: &Config) -> Result<()> {
     if !args.agents.is_dir() {
         bail!(UsageError(format!("{} is not a directory of apps", args.agents.display())));
+    }
+    let loopback = args.host == "localhost" || args.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !loopback && args.token.is_none() {
+        // The apps' tools run commands and write files: nobody else gets them without a token.
+        bail!(UsageError(format!(
+            "--host {} reaches other machines: set SINEW_SERVER_TOKEN (or --token) so that requests must carry it",
+            args.host
+        )));
     }
     let providers = Providers::discover(config, &Overrides { provider: None, base_url: None })?;
     let registry = providers.registry;

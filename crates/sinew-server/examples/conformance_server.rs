@@ -1,6 +1,7 @@
 //! The server ADK's conformance harness runs against (`cargo xtask conformance`): the twin of the
-//! harness's demo agent with the replay plugin, sessions in memory, on `127.0.0.1:<port>`
-//! (`--port`, default 8000, where the harness looks). Runs until Ctrl-C.
+//! harness's demo agent with the replay plugin (reading recordings under `--recordings DIR`,
+//! default the current directory), sessions in memory, on `127.0.0.1:<port>` (`--port`, default
+//! 8000, where the harness looks). Runs until Ctrl-C.
 
 use std::sync::Arc;
 
@@ -11,16 +12,20 @@ use sinew_server::{AdkApi, ServerConfig, serve};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let port: u16 = match args.as_slice() {
-        [] => 8000,
-        [flag, port] if flag == "--port" => port.parse()?,
-        _ => return Err("usage: conformance_server [--port N]".into()),
-    };
+    let mut port: u16 = 8000;
+    let mut recordings = std::env::current_dir()?;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match (flag.as_str(), args.next()) {
+            ("--port", Some(value)) => port = value.parse()?,
+            ("--recordings", Some(value)) => recordings = value.into(),
+            _ => return Err("usage: conformance_server [--port N] [--recordings DIR]".into()),
+        }
+    }
     // The twin's own model answers nothing: under replay the recorded model answers.
     let model = Arc::new(ScriptedLlm::new(Vec::<ScriptedAnswer>::new()).named("fake-llm"));
     let api = AdkApi::new(Arc::new(InMemorySessionService::new()))
-        .plugin(Arc::new(ReplayPlugin::new()))
+        .plugin(Arc::new(ReplayPlugin::new(recordings)))
         .app("demo_agent", Arc::new(demo_agent(model)?))?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let shutdown = async {

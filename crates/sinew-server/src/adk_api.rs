@@ -47,9 +47,10 @@ impl std::fmt::Debug for AdkApi {
     }
 }
 
-/// `POST …/sessions` (`CreateSessionRequest`).
+/// `POST …/sessions` (`CreateSessionRequest`). Unknown fields are ignored, as adk-python's
+/// request models ignore them.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct CreateSession {
     #[serde(default, alias = "session_id")]
     session_id: Option<String>,
@@ -65,7 +66,7 @@ struct CreateSession {
 
 /// `POST …/artifacts` (`SaveArtifactRequest`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct SaveArtifact {
     filename: String,
     artifact: Part,
@@ -80,7 +81,7 @@ fn version_id(id: &str) -> Result<Option<i64>, ()> {
 
 /// `PATCH …/memory` (`UpdateMemoryRequest`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct UpdateMemory {
     #[serde(default, alias = "session_id")]
     session_id: Option<String>,
@@ -88,10 +89,29 @@ struct UpdateMemory {
 
 /// `PATCH …/sessions/{id}` (`UpdateSessionRequest`).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 struct UpdateSession {
     #[serde(alias = "state_delta")]
     state_delta: Map<String, Value>,
+}
+
+/// The function names that belong to ADK's protocol, never to a tool: a client may not put
+/// them into a session it creates.
+const ADK_FUNCTIONS: [&str; 3] = ["adk_request_credential", "adk_request_confirmation", "adk_request_input"];
+
+/// What a client-given event claims that only ADK may write (adk-python's
+/// `_validate_session_initialization_events`): a confirmation or credential request, actions,
+/// long-running calls. Ordinary calls and responses are allowed, so a conversation that used
+/// tools can be restored.
+fn forged(event: &Event) -> Option<&'static str> {
+    if event.long_running_tool_ids.as_ref().is_some_and(|ids| !ids.is_empty()) {
+        return Some("long-running tool IDs");
+    }
+    if event.actions != sinew_adk::EventActions::default() {
+        return Some("event actions");
+    }
+    let names = event.function_calls().map(|c| c.name()).chain(event.function_responses().map(|r| r.name()));
+    names.into_iter().any(|name| ADK_FUNCTIONS.contains(&name)).then_some("ADK protocol function calls")
 }
 
 /// What Python names the exception a sinew-adk error stands for, in `{"error": "<Type>: …"}`.
@@ -194,6 +214,12 @@ impl AdkApi {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
+        if has_body(&parts.headers) && !is_json(&parts.headers) {
+            // A browser may send a `text/plain` body to any origin without asking first: only a
+            // JSON body is taken, as FastAPI takes only JSON.
+            let message = "the request body must be JSON (Content-Type: application/json)".to_owned();
+            return DecodeError::Invalid { kind: "json_invalid", message }.response();
+        }
         let segments: Vec<String> = parts
             .uri
             .path()
@@ -227,6 +253,9 @@ impl AdkApi {
             }
             (&Method::DELETE, ["apps", app, "users", user, "sessions", id]) => {
                 self.sessions.delete_session(app, user, id).await.map(|()| empty_json())
+            }
+            (_, ["apps", app, "users", _, "sessions", _, "artifacts", ..]) if !self.known(app) => {
+                Ok(app_not_found(app))
             }
             (_, ["apps", app, "users", user, "sessions", id, "artifacts", rest @ ..]) => {
                 self.artifacts(&method, app, user, id, rest, query, body, max_body).await
@@ -275,6 +304,14 @@ impl AdkApi {
         if !self.known(app) {
             return Ok(app_not_found(app));
         }
+        let events = request.events.unwrap_or_default();
+        if let Some((index, what)) = events.iter().enumerate().find_map(|(i, e)| forged(e).map(|what| (i, what))) {
+            // Refused before anything is stored.
+            return Ok(detail(
+                StatusCode::BAD_REQUEST,
+                &format!("Session initialization event {index} cannot include {what}."),
+            ));
+        }
         let id = id.or(request.session_id.as_deref());
         let state = request.state.unwrap_or_default();
         let mut session = match self.sessions.create_session(app, user, id, state).await {
@@ -284,7 +321,7 @@ impl AdkApi {
             }
             Err(other) => return Err(other),
         };
-        for event in request.events.unwrap_or_default() {
+        for event in events {
             self.sessions.append_event(&mut session, event).await?;
         }
         Ok(json_response(StatusCode::OK, &session))
@@ -579,6 +616,19 @@ fn app_not_found(name: &str) -> Response<Body> {
 fn internal_error(error: &AdkError) -> Response<Body> {
     tracing::warn!(%error, "request failed");
     detail(StatusCode::INTERNAL_SERVER_ERROR, &format!("{}: {error}", error_type(error)))
+}
+
+/// Whether the request carries a body.
+fn has_body(headers: &http::HeaderMap) -> bool {
+    let length = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
+    length.is_some_and(|l| l.trim() != "0") || headers.contains_key(http::header::TRANSFER_ENCODING)
+}
+
+/// Whether the body is declared JSON: `application/json` or a `+json` type.
+fn is_json(headers: &http::HeaderMap) -> bool {
+    let Some(kind) = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
+    let essence = kind.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// An app name ADK would find as a directory: a plain identifier, never a path.

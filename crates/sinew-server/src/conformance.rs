@@ -55,19 +55,35 @@ struct Progress {
 }
 
 /// adk-python's `ReplayPlugin`, for ADK's conformance harness (see the module's documentation).
-#[derive(Debug, Default)]
+///
+/// The recordings' directory comes from the session state, which a client writes: the plugin
+/// reads recordings under its root only. Never serve it to clients you do not trust: the
+/// recordings decide which tools run, with which arguments.
+#[derive(Debug)]
 pub struct ReplayPlugin {
+    root: PathBuf,
     recordings: Mutex<HashMap<PathBuf, Arc<Vec<Value>>>>,
     /// By invocation id and user message index.
     progress: Mutex<HashMap<(String, i64), Progress>>,
 }
 
 impl ReplayPlugin {
-    pub fn new() -> Self {
-        ReplayPlugin::default()
+    /// A plugin that reads recordings under `root` only (the harness's test directory).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let root = root.canonicalize().unwrap_or(root);
+        ReplayPlugin { root, recordings: Mutex::default(), progress: Mutex::default() }
     }
 
     fn load(&self, file: &Path) -> Result<Arc<Vec<Value>>, String> {
+        let inside = file.canonicalize().is_ok_and(|f| f.starts_with(&self.root));
+        if !inside {
+            return Err(format!(
+                "ReplayConfigError: recordings file {} is not under the replay root {}",
+                file.display(),
+                self.root.display()
+            ));
+        }
         let mut cache = self.recordings.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(recordings) = cache.get(file) {
             return Ok(recordings.clone());

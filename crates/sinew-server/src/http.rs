@@ -47,9 +47,14 @@ pub(crate) fn sse_response(frames: impl Stream<Item = Bytes> + Send + 'static) -
     response
 }
 
+/// How long a client may take to send a request's body.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Why a request body was not taken.
 #[derive(Debug)]
 pub(crate) enum DecodeError {
+    /// The client did not finish sending it in time.
+    TimedOut,
     /// Over the size limit.
     TooLarge(usize),
     /// The connection failed while the body was read.
@@ -67,6 +72,7 @@ impl DecodeError {
                 detail(StatusCode::PAYLOAD_TOO_LARGE, &format!("request body is larger than {limit} bytes"))
             }
             DecodeError::Read(message) => detail(StatusCode::BAD_REQUEST, message),
+            DecodeError::TimedOut => detail(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
             DecodeError::Invalid { kind, message } => json_response(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 &json!({"detail": [{"type": kind, "loc": ["body"], "msg": message}]}),
@@ -82,7 +88,9 @@ where
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let collected = match Limited::new(body, limit).collect().await {
+    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, limit).collect()).await;
+    let Ok(read) = read else { return Err(DecodeError::TimedOut) };
+    let collected = match read {
         Ok(collected) => collected.to_bytes(),
         Err(error) => {
             return Err(if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {

@@ -18,6 +18,12 @@ pub const DEFAULT_ADDRESS: &str = "127.0.0.1:8000";
 /// The default request-body limit: 10 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
+/// How long a client may take to send a request's headers.
+const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Connections served at once; more wait to be accepted.
+const MAX_CONNECTIONS: usize = 1024;
+
 /// How a server treats its requests.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -80,8 +86,17 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let api = Arc::new(api);
     let config = Arc::new(config);
+    let loopback = listener.local_addr().is_ok_and(|addr| addr.ip().is_loopback());
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
+        let permit = tokio::select! {
+            permit = connections.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return Ok(()),
+            },
+            () = &mut shutdown => return Ok(()),
+        };
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -95,20 +110,56 @@ pub async fn serve(
         };
         let (api, config) = (api.clone(), config.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             let service = service_fn(move |request: Request<Incoming>| {
                 let (api, config) = (api.clone(), config.clone());
-                async move { Ok::<_, std::convert::Infallible>(answer(&api, &config, request).await) }
+                async move { Ok::<_, std::convert::Infallible>(answer(&api, &config, loopback, request).await) }
             });
-            if let Err(error) =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await
-            {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
             }
         });
     }
 }
 
-async fn answer(api: &AdkApi, config: &ServerConfig, request: Request<Incoming>) -> Response<Body> {
+/// Whether `host` (a `Host` header's value, or an origin's host) names this machine.
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim().trim_end_matches('.');
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split(']').next().unwrap_or_default()
+    } else {
+        host.rsplit_once(':')
+            .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host })
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.to_ascii_lowercase().ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// On a loopback listener, a request naming another host was sent here by rebound DNS, and one
+/// from another origin by a web page: both are refused (adk-python refuses them too).
+fn foreign(request: &Request<Incoming>) -> bool {
+    let hosts: Vec<&HeaderValue> = request.headers().get_all(header::HOST).iter().collect();
+    if hosts.len() > 1
+        || hosts.first().is_some_and(|h| h.to_str().map_or(true, |h| h.contains(',') || !is_loopback_host(h)))
+    {
+        return true;
+    }
+    request.headers().get(header::ORIGIN).is_some_and(|origin| {
+        let origin = origin.to_str().unwrap_or_default();
+        let host = origin.split_once("://").map_or("", |(_, rest)| rest);
+        origin != "null" && !is_loopback_host(host)
+    })
+}
+
+async fn answer(api: &AdkApi, config: &ServerConfig, loopback: bool, request: Request<Incoming>) -> Response<Body> {
+    if loopback && foreign(&request) {
+        return detail(StatusCode::FORBIDDEN, "Forbidden: requests from other hosts or origins are refused");
+    }
     if let Some(token) = &config.bearer_token
         && !authorized(&request, token)
     {

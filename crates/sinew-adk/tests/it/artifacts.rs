@@ -85,8 +85,46 @@ async fn the_file_service_refuses_names_that_leave_their_place() {
     for (app, user, session) in [("..", "u", "s"), ("app", "a/b", "s"), ("app", "u", "..")] {
         assert!(s.save_artifact(app, user, session, "f.txt", Part::text("x")).await.is_err(), "{app} {user} {session}");
     }
-    assert!(!dir.path().join("escape.txt").exists());
+    let root = dir.path().join("root");
+    let mut stack = vec![dir.path().to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                assert!(path.starts_with(&root), "{} was written outside the root", path.display());
+                assert_ne!(entry.file_name(), "escape.txt", "{}", path.display());
+            }
+        }
+    }
     let empty = Part::default();
     assert!(s.save_artifact("app", "u", "s1", "empty", empty).await.is_err(), "a part with neither text nor data");
     assert!(s.list_versions("app", "u", "s1", "empty").await.unwrap().is_empty(), "nothing half-saved");
+}
+
+/// Savers racing on one name each get a version of their own, and every version is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_saves_take_distinct_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = std::sync::Arc::new(FileArtifactService::new(dir.path()).unwrap());
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.save_artifact("app", "u", "s1", "race.txt", Part::text(format!("v{i}"))).await.unwrap()
+            })
+        })
+        .collect();
+    let mut versions = Vec::new();
+    for task in tasks {
+        versions.push(task.await.unwrap());
+    }
+    versions.sort_unstable();
+    versions.dedup();
+    assert_eq!(versions.len(), 16, "{versions:?}");
+    assert_eq!(s.list_versions("app", "u", "s1", "race.txt").await.unwrap().len(), 16);
+    for v in versions {
+        assert!(s.load_artifact("app", "u", "s1", "race.txt", Some(v)).await.unwrap().is_some());
+    }
 }

@@ -15,7 +15,7 @@ use crate::support::{BINARY, Sandbox};
 async fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
@@ -82,4 +82,14 @@ async fn serve_refuses_a_broken_app_at_start() {
     run.assert_code(2);
     assert!(run.stderr.contains("no tool named `no_such_tool`"), "{}", run.stderr);
     assert!(run.stderr.contains("root_agent.yaml"), "the file is named: {}", run.stderr);
+}
+
+#[tokio::test]
+async fn serve_refuses_other_machines_without_a_token() {
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test")]);
+    let apps = sandbox.workspace.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let run = sandbox.run(&["serve", apps.to_str().unwrap(), "--host", "0.0.0.0", "--port", "0"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("set SINEW_SERVER_TOKEN"), "{}", run.stderr);
 }

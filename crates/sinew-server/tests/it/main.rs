@@ -44,9 +44,11 @@ impl Reply {
 pub(crate) async fn send(addr: SocketAddr, method: &str, path: &str, body: Option<&str>, extra: &[&str]) -> Reply {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let body = body.unwrap_or_default();
-    let mut head =
-        format!("{method} {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
-    if !body.is_empty() {
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: localhost:8000\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    if !body.is_empty() && !extra.iter().any(|l| l.to_ascii_lowercase().starts_with("content-type:")) {
         head.push_str("content-type: application/json\r\n");
     }
     for line in extra {

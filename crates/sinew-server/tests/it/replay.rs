@@ -23,7 +23,7 @@ fn case(name: &str) -> String {
 /// A server with the demo agent built by `agent` and the replay plugin.
 async fn server(agent: sinew_adk::LlmAgent) -> std::net::SocketAddr {
     let api = AdkApi::new(Arc::new(InMemorySessionService::new()))
-        .plugin(Arc::new(ReplayPlugin::new()))
+        .plugin(Arc::new(ReplayPlugin::new(case(""))))
         .app("demo_agent", Arc::new(agent))
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -92,4 +92,25 @@ async fn missing_recordings_are_a_configuration_error() {
     let frames = send(addr, "POST", "/run_sse", Some(&body.to_string()), &[]).await.frames();
     let error = frames.last().unwrap()["error"].as_str().unwrap().to_owned();
     assert!(error.contains("ReplayConfigError: recordings file /nonexistent/generated-recordings.yaml"), "{error}");
+}
+
+/// Recordings outside the plugin's root are never read, whatever the session state says.
+#[tokio::test]
+async fn recordings_outside_the_root_are_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        PathBuf::from(case("core/demo_echo_001")).join("generated-recordings.yaml"),
+        outside.path().join("generated-recordings.yaml"),
+    )
+    .unwrap();
+    let addr = server(demo_agent(silent()).unwrap()).await;
+    let session = send(addr, "POST", "/apps/demo_agent/users/u/sessions", None, &[]).await.json();
+    let body = json!({
+        "appName": "demo_agent", "userId": "u", "sessionId": session["id"],
+        "newMessage": {"role": "user", "parts": [{"text": "hello"}]},
+        "stateDelta": {"_adk_replay_config": {"dir": outside.path(), "user_message_index": 0, "streaming_mode": "none"}},
+    });
+    let frames = send(addr, "POST", "/run_sse", Some(&body.to_string()), &[]).await.frames();
+    let error = frames.last().unwrap()["error"].as_str().unwrap().to_owned();
+    assert!(error.contains("is not under the replay root"), "{error}");
 }
