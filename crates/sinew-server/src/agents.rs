@@ -121,7 +121,7 @@ impl AgentRegistry {
             return Err(Error::InvalidAgent(format!("app name `{app}` is not a plain identifier")));
         }
         let dir = agents_dir.join(app);
-        self.load_file(&dir, &dir.join("root_agent.yaml"), 0)
+        self.load_file(&dir, &dir.join("root_agent.yaml"), 0, false)
     }
 
     /// The apps of `agents_dir`: its subdirectories holding a `root_agent.yaml`, by name.
@@ -137,15 +137,26 @@ impl AgentRegistry {
         Ok(names)
     }
 
-    fn load_file(&self, app_dir: &Path, file: &Path, depth: usize) -> Result<Arc<dyn Agent>> {
+    /// The agent of `file`; `inherited` says whether an agent above it has a model (an
+    /// `LlmAgent` without one uses the nearest one's).
+    fn load_file(&self, app_dir: &Path, file: &Path, depth: usize, inherited: bool) -> Result<Arc<dyn Agent>> {
         if depth > MAX_DEPTH {
             return Err(config_error(file, format!("sub-agents nest deeper than {MAX_DEPTH} (a config_path cycle?)")));
         }
         let text = std::fs::read_to_string(file).map_err(|e| config_error(file, e))?;
         let config: AgentConfig = serde_yaml_ng::from_str(&text).map_err(|e| config_error(file, e))?;
+        let is_llm = matches!(config.agent_class.as_str(), "LlmAgent" | "Agent");
+        let has_model = inherited || (is_llm && config.model.is_some());
+        if is_llm && !has_model {
+            return Err(config_error(
+                file,
+                format!("agent `{}` has no model, and no agent above it has one", config.name),
+            ));
+        }
         let mut sub_agents = Vec::with_capacity(config.sub_agents.len());
         for sub in &config.sub_agents {
-            sub_agents.push(self.load_file(app_dir, &sub_path(app_dir, file, &sub.config_path)?, depth + 1)?);
+            let path = sub_path(app_dir, file, &sub.config_path)?;
+            sub_agents.push(self.load_file(app_dir, &path, depth + 1, has_model)?);
         }
         let name = config.name.clone();
         let description = config.description.clone();

@@ -134,6 +134,8 @@ impl ReplayPlugin {
 struct ReplayLlm {
     name: String,
     agent: String,
+    /// The user message (adk-python's "turn") and this agent's call within it.
+    user_message_index: i64,
     turn: usize,
     expected: Value,
     responses: Vec<Value>,
@@ -171,8 +173,8 @@ impl Llm for ReplayLlm {
         let (ours, theirs) = (comparable(request.to_json()), comparable(self.expected.clone()));
         if ours != theirs {
             return fail(format!(
-                "ReplayVerificationError: LLM request mismatch in turn {} for agent '{}':\nrecorded: {theirs}\ncurrent: {ours}",
-                self.turn, self.agent
+                "ReplayVerificationError: LLM request mismatch in turn {} for agent '{}' (index {}):\nrecorded: {theirs}\ncurrent: {ours}",
+                self.user_message_index, self.agent, self.turn
             ));
         }
         let responses: Vec<sinew_adk::Result<LlmResponse>> = self
@@ -199,6 +201,7 @@ impl Plugin for ReplayPlugin {
             Arc::new(ReplayLlm {
                 name: String::new(),
                 agent: agent.clone(),
+                user_message_index: 0,
                 turn: 0,
                 expected: Value::Null,
                 responses: Vec::new(),
@@ -214,6 +217,7 @@ impl Plugin for ReplayPlugin {
             Ok((recording, turn)) => Some(Arc::new(ReplayLlm {
                 name: recording["llm_request"]["model"].as_str().unwrap_or_default().to_owned(),
                 agent: agent.clone(),
+                user_message_index: replay.user_message_index,
                 turn,
                 expected: recording["llm_request"].clone(),
                 responses: recording["llm_responses"].as_array().cloned().unwrap_or_default(),

@@ -74,7 +74,7 @@ async fn a_request_that_differs_from_the_recording_fails_loudly() {
     let frames = echo(addr, "none").await;
     let error = frames.last().unwrap()["error"].as_str().unwrap().to_owned();
     assert!(
-        error.contains("ReplayVerificationError: LLM request mismatch in turn 0 for agent 'demo_agent'"),
+        error.contains("ReplayVerificationError: LLM request mismatch in turn 0 for agent 'demo_agent' (index 0)"),
         "{error}"
     );
 }

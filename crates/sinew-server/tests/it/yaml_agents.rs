@@ -87,16 +87,21 @@ fn broken_files_are_errors_that_name_the_file() {
     };
     let error = load("name: a\nmodel: other/model\n");
     assert!(error.contains("root_agent.yaml") && error.contains("no provider serves model `other/model`"), "{error}");
-    let error = load("name: a\ntools:\n  - name: nope\n");
+    let error = load("name: a\nmodel: mock/echo\ntools:\n  - name: nope\n");
     assert!(error.contains("no tool named `nope` (known: lookup)"), "{error}");
+    let error = load("name: a\n");
+    assert!(
+        error.contains("agent `a` has no model, and no agent above it has one"),
+        "found at start, not at the first run: {error}"
+    );
     let error = load("name: a\nmodle: typo\n");
     assert!(error.contains("unknown field `modle`"), "{error}");
     let error = load("agent_class: CustomAgent\nname: a\n");
     assert!(error.contains("agent_class `CustomAgent`"), "{error}");
     write(dir.path(), "outside.yaml", "name: outside\n");
-    let error = load("name: a\nsub_agents:\n  - config_path: ../outside.yaml\n");
+    let error = load("name: a\nmodel: mock/echo\nsub_agents:\n  - config_path: ../outside.yaml\n");
     assert!(error.contains("leaves the app's directory"), "{error}");
-    let error = load("name: a\nsub_agents:\n  - config_path: root_agent.yaml\n");
+    let error = load("name: a\nmodel: mock/echo\nsub_agents:\n  - config_path: root_agent.yaml\n");
     assert!(error.contains("nest deeper"), "a cycle ends: {error}");
 }
 
