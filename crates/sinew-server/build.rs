@@ -1,10 +1,15 @@
-//! The PostgreSQL storage test needs a server: it runs when `SINEW_TEST_POSTGRES_URL` names one
-//! (`cargo xtask ci` always does), and is reported as ignored otherwise.
+//! Tests that need a peer run when the environment names it, and are reported as ignored
+//! otherwise: `SINEW_TEST_POSTGRES_URL` (a PostgreSQL server) and `SINEW_ADK_PYTHON` (a python
+//! with google-adk 2.13.0, whose models judge the server's JSON). `cargo xtask ci` sets both.
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(sinew_test_postgres)");
-    println!("cargo::rerun-if-env-changed=SINEW_TEST_POSTGRES_URL");
-    if std::env::var_os("SINEW_TEST_POSTGRES_URL").is_some_and(|url| !url.is_empty()) {
-        println!("cargo::rustc-cfg=sinew_test_postgres");
+    for (var, cfg) in
+        [("SINEW_TEST_POSTGRES_URL", "sinew_test_postgres"), ("SINEW_ADK_PYTHON", "sinew_test_adk_python")]
+    {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        println!("cargo::rerun-if-env-changed={var}");
+        if std::env::var_os(var).is_some_and(|value| !value.is_empty()) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
 }

@@ -3,6 +3,7 @@
 mod adk_api;
 mod replay;
 mod storage;
+mod wire;
 mod yaml_agents;
 
 use std::net::SocketAddr;
