@@ -613,9 +613,17 @@ fn app_not_found(name: &str) -> Response<Body> {
 }
 
 /// A failure the request did not cause: 500 with what went wrong.
+/// What a failed request answers: 409 when another writer changed the session meanwhile (read it
+/// again and retry), 404 when the session went away, 500 for what the request did not cause.
 fn internal_error(error: &AdkError) -> Response<Body> {
-    tracing::warn!(%error, "request failed");
-    detail(StatusCode::INTERNAL_SERVER_ERROR, &format!("{}: {error}", error_type(error)))
+    match error {
+        AdkError::StaleSession { .. } => detail(StatusCode::CONFLICT, &error.to_string()),
+        AdkError::SessionNotFound(id) => detail(StatusCode::NOT_FOUND, &format!("Session not found: {id}")),
+        _ => {
+            tracing::warn!(%error, "request failed");
+            detail(StatusCode::INTERNAL_SERVER_ERROR, &format!("{}: {error}", error_type(error)))
+        }
+    }
 }
 
 /// Whether the request carries a body.

@@ -484,3 +484,40 @@ async fn the_memory_route_remembers_a_session() {
     assert!(memory.search_memory("demo_agent", "u1", "dogs").await.unwrap().is_empty());
     assert!(memory.search_memory("demo_agent", "u2", "cat").await.unwrap().is_empty(), "another user's memories");
 }
+
+/// Runs racing on one session stored in SQLite: each is served (200) or told that another run
+/// changed the session meanwhile (409), and every answer served is in the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runs_racing_on_one_session_are_served_or_refused_with_409() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = Arc::new(sinew_adk::SqliteSessionService::open(dir.path().join("s.db")).unwrap());
+    let llm = Arc::new(ScriptedLlm::texts(["answer"; 16]));
+    let agent = LlmAgent::builder("demo_agent").model(llm).build().unwrap();
+    sessions.create_session("demo_agent", "u1", Some("s1"), Default::default()).await.unwrap();
+    let addr =
+        start(AdkApi::new(sessions.clone()).app("demo_agent", Arc::new(agent)).unwrap(), ServerConfig::default()).await;
+    let body = json!({"appName": "demo_agent", "userId": "u1", "sessionId": "s1",
+        "newMessage": {"role": "user", "parts": [{"text": "go"}]}})
+    .to_string();
+    let runs: Vec<_> = (0..8)
+        .map(|_| {
+            let body = body.clone();
+            tokio::spawn(async move { send(addr, "POST", "/run", Some(&body), &[]).await })
+        })
+        .collect();
+    let mut served = 0;
+    for run in runs {
+        let reply = run.await.unwrap();
+        match reply.status {
+            200 => served += 1,
+            409 => {
+                assert!(reply.json()["detail"].as_str().unwrap().contains("was modified in storage"), "{}", reply.body)
+            }
+            other => panic!("{other}: {}", reply.body),
+        }
+    }
+    assert!(served >= 1, "at least one run is served");
+    let stored = sessions.get_session("demo_agent", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    let answers = stored.events.iter().filter(|e| &*e.author == "demo_agent").count();
+    assert_eq!(answers, served, "every served answer is stored, and no refused run's");
+}
