@@ -47,8 +47,7 @@ pub(crate) async fn run(args: ServeArgs, config: &Config) -> Result<()> {
     if !args.agents.is_dir() {
         bail!(UsageError(format!("{} is not a directory of apps", args.agents.display())));
     }
-    let loopback = args.host == "localhost" || args.host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    if !loopback && args.token.is_none() {
+    if !sinew_server::is_loopback_host(&args.host) && args.token.is_none() {
         // The apps' tools run commands and write files: nobody else gets them without a token.
         bail!(UsageError(format!(
             "--host {} reaches other machines: set SINEW_SERVER_TOKEN (or --token) so that requests must carry it",

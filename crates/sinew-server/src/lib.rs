@@ -31,7 +31,7 @@ mod storage;
 pub use adk_api::{ADK_VERSION, AdkApi, is_app_name};
 pub use agents::AgentRegistry;
 pub use http::Body;
-pub use serve::{DEFAULT_ADDRESS, DEFAULT_MAX_BODY_BYTES, ServerConfig, serve};
+pub use serve::{DEFAULT_ADDRESS, DEFAULT_MAX_BODY_BYTES, ServerConfig, is_loopback_host, serve};
 pub use storage::session_service_from_uri;
 
 /// The server guide's examples, compiled as doctests.

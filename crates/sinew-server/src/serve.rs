@@ -126,8 +126,9 @@ pub async fn serve(
     }
 }
 
-/// Whether `host` (a `Host` header's value, or an origin's host) names this machine.
-fn is_loopback_host(host: &str) -> bool {
+/// Whether `host` (a host name or address, with or without a port: a `Host` header's value, an
+/// origin's host, a `--host` flag) names this machine.
+pub fn is_loopback_host(host: &str) -> bool {
     let host = host.trim().trim_end_matches('.');
     let name = if let Some(rest) = host.strip_prefix('[') {
         rest.split(']').next().unwrap_or_default()

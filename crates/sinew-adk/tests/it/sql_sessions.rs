@@ -74,6 +74,15 @@ async fn stale_copies_are_refused(s: &dyn SessionService) {
     assert_eq!(crate::session_services::texts(&read), ["theirs", "theirs again", "mine"]);
     assert_eq!(read.last_update_time, mine.last_update_time);
 
+    // The same id with other content is not the same event: refused, and nothing changes.
+    let mut fresh = s.get_session("a", "u", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    let mut impostor = fresh.events[0].clone();
+    impostor.content = Some(Content::user_text("something else"));
+    let refused = s.append_event(&mut fresh, impostor).await;
+    assert!(matches!(&refused, Err(Error::InvalidRequest(m)) if m.contains("another event with id")), "{refused:?}");
+    let read = s.get_session("a", "u", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
+    assert_eq!(crate::session_services::texts(&read), ["theirs", "theirs again", "mine"]);
+
     // An object without a revision (through JSON) falls under adk-python's rule for those: it is
     // refused once the stored session is newer and it has not seen the newest stored event.
     let through_json =
@@ -149,6 +158,42 @@ fn legacy_schema_v0_is_refused() {
         .execute_batch("CREATE TABLE events (id TEXT, app_name TEXT, author TEXT, actions BLOB)")
         .unwrap();
     let error = SqliteSessionService::open(&path).unwrap_err().to_string();
+    assert!(error.contains("schema version 0") && error.contains("adk migrate session"), "{error}");
+}
+
+#[test]
+fn an_in_memory_sqlite_database_is_refused_with_a_reason() {
+    let error = SqliteSessionService::open(":memory:").unwrap_err().to_string();
+    assert!(error.contains("cannot be shared by a pool"), "{error}");
+}
+
+#[test]
+fn a_metadata_table_without_a_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE adk_internal_metadata (\"key\" VARCHAR(128) PRIMARY KEY, value VARCHAR(256))")
+        .unwrap();
+    let error = SqliteSessionService::open(&path).unwrap_err().to_string();
+    assert!(error.contains("schema version (missing)"), "{error}");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("INSERT INTO adk_internal_metadata VALUES ('schema_version', '2')", [])
+        .unwrap();
+    let error = SqliteSessionService::open(&path).unwrap_err().to_string();
+    assert!(error.contains("schema version 2"), "{error}");
+}
+
+#[tokio::test]
+#[cfg(feature = "postgres")]
+#[cfg_attr(not(sinew_test_postgres), ignore = "set SINEW_TEST_POSTGRES_URL to run the PostgreSQL tests")]
+async fn postgres_refuses_legacy_schema_v0() {
+    let schema = crate::pg::schema().await;
+    let (client, connection) = tokio_postgres::connect(&schema.url(), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.batch_execute("CREATE TABLE events (id TEXT, app_name TEXT, author TEXT, actions BYTEA)").await.unwrap();
+    let error = PostgresSessionService::connect(&schema.url()).await.unwrap_err().to_string();
     assert!(error.contains("schema version 0") && error.contains("adk migrate session"), "{error}");
 }
 
