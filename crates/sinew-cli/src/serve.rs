@@ -1,21 +1,24 @@
 //! `sinew serve`: ADK's `api_server` dialect over the ADK apps of a directory of AgentConfig YAML
-//! files (`docs/server.md`).
+//! files, the agent-backed chat API and its page (`docs/server.md`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use sinew::adk::{FileArtifactService, Llm, ModelAdapter, ToolAdapter};
+use sinew::adk::{FileArtifactService, Llm, ModelAdapter, Tool, ToolAdapter};
 use sinew::tools::{Workspace, default_tools};
-use sinew_server::{AdkApi, AgentRegistry, ServerConfig, serve, session_service_from_uri};
+use sinew_server::{
+    AdkApi, AgentRegistry, ChatApi, Routes, ServerConfig, chat_store_from_uri, serve, session_service_from_uri,
+};
 
 use crate::config::Config;
 use crate::exit::UsageError;
 use crate::providers::{Overrides, Providers};
 
 /// Serves the ADK apps of a directory (each subdirectory with a root_agent.yaml) in the dialect of
-/// ADK's api_server. Models are PROVIDER/MODEL names of the providers sinew finds; tools are
-/// sinew's built-in ones (confined to --workspace) and those of the configured MCP servers.
+/// ADK's api_server, and the chat API (agent definitions, conversations over SSE) with its page at
+/// `/`. Models are PROVIDER/MODEL names of the providers sinew finds; tools are sinew's built-in
+/// ones (confined to --workspace) and those of the configured MCP servers.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
     /// The directory of apps.
@@ -31,6 +34,14 @@ pub(crate) struct ServeArgs {
     /// (default: sqlite:///AGENTS_DIR/.adk/sessions.db).
     #[arg(long = "session_service_uri", alias = "session-service-uri", value_name = "URI")]
     session_service_uri: Option<String>,
+    /// Where chat keeps its tables: sqlite:///path or postgresql://…[?schema=NAME] (schema kb by
+    /// default) (default: sqlite:///AGENTS_DIR/.adk/chat.db).
+    #[arg(long = "chat_store_uri", alias = "chat-store-uri", value_name = "URI")]
+    chat_store_uri: Option<String>,
+    /// The model that answers plain chat conversations (no agent definition): PROVIDER/MODEL
+    /// (default: the configured model).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
     /// Keeps artifacts on disk under this directory (default: in memory).
     #[arg(long = "artifact_dir", alias = "artifact-dir", value_name = "DIR")]
     artifact_dir: Option<PathBuf>,
@@ -55,7 +66,15 @@ pub(crate) async fn run(args: ServeArgs, config: &Config) -> Result<()> {
         )));
     }
     let providers = Providers::discover(config, &Overrides { provider: None, base_url: None })?;
+    let plain_model = providers.initial_model(args.model.as_deref(), None, config).ok();
     let registry = providers.registry;
+    let plain_model = match plain_model {
+        Some(name) => match registry.resolve(&name) {
+            Some((provider, model)) => Some(Arc::new(ModelAdapter::new(provider.clone(), model)) as Arc<dyn Llm>),
+            None => bail!(UsageError(format!("no provider serves model `{name}`"))),
+        },
+        None => None,
+    };
     let mut agents = AgentRegistry::new(move |name| {
         let (provider, model) = registry.resolve(name)?;
         Some(Arc::new(ModelAdapter::new(provider.clone(), model)) as Arc<dyn Llm>)
@@ -74,21 +93,31 @@ pub(crate) async fn run(args: ServeArgs, config: &Config) -> Result<()> {
         eprintln!("sinew serve: warning: {failure}");
     }
     for server in &connected {
-        for tool in &server.tools {
-            agents = agents.tool(Arc::new(ToolAdapter::new(tool.clone())));
-        }
+        let tools = server.tools.iter().map(|tool| Arc::new(ToolAdapter::new(tool.clone())) as Arc<dyn Tool>).collect();
+        agents = agents.mcp_server(server.name.clone(), tools);
     }
 
+    let state = args.agents.join(".adk");
+    let default_uri = |file: &str| -> Result<String> {
+        std::fs::create_dir_all(&state).with_context(|| format!("cannot create {}", state.display()))?;
+        Ok(format!("sqlite:///{}", state.join(file).display()))
+    };
     let uri = match &args.session_service_uri {
         Some(uri) => uri.clone(),
-        None => {
-            let dir = args.agents.join(".adk");
-            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-            format!("sqlite:///{}", dir.join("sessions.db").display())
-        }
+        None => default_uri("sessions.db")?,
     };
     let sessions = session_service_from_uri(&uri).await.map_err(|e| UsageError(e.to_string()))?;
+    let chat_uri = match &args.chat_store_uri {
+        Some(uri) => uri.clone(),
+        None => default_uri("chat.db")?,
+    };
+    let chat_store = chat_store_from_uri(&chat_uri).await.map_err(|e| UsageError(e.to_string()))?;
+    let agents = Arc::new(agents);
     let mut api = AdkApi::new(sessions).apps_from_dir(&args.agents, &agents).map_err(|e| UsageError(e.to_string()))?;
+    let mut chat = ChatApi::new(chat_store, agents.clone());
+    if let Some(model) = plain_model {
+        chat = chat.plain_model(model);
+    }
     if let Some(dir) = &args.artifact_dir {
         api = api.artifact_service(Arc::new(FileArtifactService::new(dir)?));
     }
@@ -100,11 +129,11 @@ pub(crate) async fn run(args: ServeArgs, config: &Config) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let address = listener.local_addr()?;
-    println!("sinew serve: ADK api_server on http://{address} (apps: {})", api_names(&args.agents));
+    println!("sinew serve: chat on http://{address}/, ADK api_server there too (apps: {})", api_names(&args.agents));
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    serve(listener, api, server, shutdown).await?;
+    serve(listener, Routes::new().adk(api).chat(chat), server, shutdown).await?;
     // The MCP servers' clients live until the server stops.
     drop(connected);
     Ok(())

@@ -14,7 +14,7 @@ use sinew_adk::{
     RunAgentRequest, RunConfig, Runner, Session, SessionService,
 };
 
-use crate::http::{Body, DecodeError, detail, empty_json, json_response, read_json, sse_response};
+use crate::http::{Body, DecodeError, detail, empty_json, json_response, read_json, refuse_unless_json, sse_response};
 
 /// The version `GET /version` reports: google-adk's, whose dialect this is.
 pub const ADK_VERSION: &str = "2.13.0";
@@ -214,11 +214,8 @@ impl AdkApi {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
-        if has_body(&parts.headers) && !is_json(&parts.headers) {
-            // A browser may send a `text/plain` body to any origin without asking first: only a
-            // JSON body is taken, as FastAPI takes only JSON.
-            let message = "the request body must be JSON (Content-Type: application/json)".to_owned();
-            return DecodeError::Invalid { kind: "json_invalid", message }.response();
+        if let Some(refused) = refuse_unless_json(&parts.headers) {
+            return refused;
         }
         let segments: Vec<String> = parts
             .uri
@@ -624,19 +621,6 @@ fn internal_error(error: &AdkError) -> Response<Body> {
             detail(StatusCode::INTERNAL_SERVER_ERROR, &format!("{}: {error}", error_type(error)))
         }
     }
-}
-
-/// Whether the request carries a body.
-fn has_body(headers: &http::HeaderMap) -> bool {
-    let length = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
-    length.is_some_and(|l| l.trim() != "0") || headers.contains_key(http::header::TRANSFER_ENCODING)
-}
-
-/// Whether the body is declared JSON: `application/json` or a `+json` type.
-fn is_json(headers: &http::HeaderMap) -> bool {
-    let Some(kind) = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
-    let essence = kind.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// An app name ADK would find as a directory: a plain identifier, never a path.

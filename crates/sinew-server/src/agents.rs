@@ -23,6 +23,8 @@ type ModelResolver = Box<dyn Fn(&str) -> Option<Arc<dyn Llm>> + Send + Sync>;
 pub struct AgentRegistry {
     models: ModelResolver,
     tools: HashMap<String, Arc<dyn Tool>>,
+    /// MCP servers by name, with their tools.
+    mcp_servers: HashMap<String, Vec<Arc<dyn Tool>>>,
 }
 
 impl std::fmt::Debug for AgentRegistry {
@@ -36,7 +38,60 @@ impl std::fmt::Debug for AgentRegistry {
 impl AgentRegistry {
     /// Models come from `models` (a `provider/model` name in, a model out, `None` when unknown).
     pub fn new(models: impl Fn(&str) -> Option<Arc<dyn Llm>> + Send + Sync + 'static) -> Self {
-        AgentRegistry { models: Box::new(models), tools: HashMap::new() }
+        AgentRegistry { models: Box::new(models), tools: HashMap::new(), mcp_servers: HashMap::new() }
+    }
+
+    /// Makes the MCP server `name` available to agent definitions (which take all its `tools`),
+    /// and each of its tools by its name.
+    #[must_use]
+    pub fn mcp_server(mut self, name: impl Into<String>, tools: Vec<Arc<dyn Tool>>) -> Self {
+        for tool in &tools {
+            self.tools.insert(tool.name().to_owned(), tool.clone());
+        }
+        self.mcp_servers.insert(name.into(), tools);
+        self
+    }
+
+    /// The names of the MCP servers.
+    pub fn mcp_server_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.mcp_servers.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The agent an agent definition stands for: an `LlmAgent` on its model, with its instruction,
+    /// its tools and every tool of its MCP servers, named after it (as an ADK name: other
+    /// characters become `_`). Unknown models, tools and servers are errors naming them.
+    pub fn definition_agent(&self, spec: &crate::chat::AgentDefinitionSpec) -> Result<Arc<dyn Agent>> {
+        let model = (self.models)(&spec.model)
+            .ok_or_else(|| Error::InvalidAgent(format!("no provider serves model `{}`", spec.model)))?;
+        let mut builder = LlmAgent::builder(agent_name(&spec.name)).model(model);
+        if !spec.instruction.is_empty() {
+            builder = builder.instruction(spec.instruction.clone());
+        }
+        let mut names = std::collections::HashSet::new();
+        for name in &spec.tools {
+            let tool = self.tools.get(name).ok_or_else(|| {
+                Error::InvalidAgent(format!("no tool named `{name}` (known: {})", self.tool_names().join(", ")))
+            })?;
+            if names.insert(tool.name().to_owned()) {
+                builder = builder.tool(tool.clone());
+            }
+        }
+        for server in &spec.mcp_servers {
+            let tools = self.mcp_servers.get(server).ok_or_else(|| {
+                Error::InvalidAgent(format!(
+                    "no MCP server named `{server}` (known: {})",
+                    self.mcp_server_names().join(", ")
+                ))
+            })?;
+            for tool in tools {
+                if names.insert(tool.name().to_owned()) {
+                    builder = builder.tool(tool.clone());
+                }
+            }
+        }
+        Ok(Arc::new(builder.build()?))
     }
 
     /// Makes `tool` available by its name.
@@ -225,6 +280,15 @@ impl AgentRegistry {
         }
         builder.build().map_err(|e| config_error(file, e))
     }
+}
+
+/// `name` as an ADK agent name: letters, digits and `_`, not starting with a digit, not `user`.
+fn agent_name(name: &str) -> String {
+    let mut out: String = name.trim().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) || out == "user" {
+        out.insert_str(0, "agent_");
+    }
+    out
 }
 
 /// A sub-agent's file: relative to the file that names it, and inside the app's directory.

@@ -108,3 +108,25 @@ where
         serde_json::error::Category::Data => DecodeError::Invalid { kind: "value_error", message: error.to_string() },
     })
 }
+
+/// Whether the request carries a body.
+fn has_body(headers: &http::HeaderMap) -> bool {
+    let length = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok());
+    length.is_some_and(|l| l.trim() != "0") || headers.contains_key(http::header::TRANSFER_ENCODING)
+}
+
+/// Whether the body is declared JSON: `application/json` or a `+json` type.
+fn is_json(headers: &http::HeaderMap) -> bool {
+    let Some(kind) = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
+    let essence = kind.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// A body that is not declared JSON is refused: a browser may send a `text/plain` body to any
+/// origin without asking first, and FastAPI takes only JSON.
+pub(crate) fn refuse_unless_json(headers: &http::HeaderMap) -> Option<Response<Body>> {
+    (has_body(headers) && !is_json(headers)).then(|| {
+        let message = "the request body must be JSON (Content-Type: application/json)".to_owned();
+        DecodeError::Invalid { kind: "json_invalid", message }.response()
+    })
+}

@@ -23,16 +23,21 @@
 
 mod adk_api;
 mod agents;
+pub mod chat;
 pub mod conformance;
 mod http;
+mod page;
 mod serve;
 mod storage;
 
 pub use adk_api::{ADK_VERSION, AdkApi, is_app_name};
 pub use agents::AgentRegistry;
+#[cfg(feature = "postgres")]
+pub use chat::PostgresChatStore;
+pub use chat::{ChatApi, SqliteChatStore};
 pub use http::Body;
-pub use serve::{DEFAULT_ADDRESS, DEFAULT_MAX_BODY_BYTES, ServerConfig, is_loopback_host, serve};
-pub use storage::session_service_from_uri;
+pub use serve::{DEFAULT_ADDRESS, DEFAULT_MAX_BODY_BYTES, Routes, ServerConfig, is_loopback_host, serve};
+pub use storage::{chat_store_from_uri, session_service_from_uri};
 
 /// The server guide's examples, compiled as doctests.
 #[cfg(doctest)]

@@ -10,6 +10,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::adk_api::AdkApi;
+use crate::chat::ChatApi;
 use crate::http::{Body, detail};
 
 /// The default address: loopback only, ADK's port.
@@ -65,6 +66,63 @@ impl ServerConfig {
     }
 }
 
+/// What a server answers: ADK's `api_server` dialect, the chat API (`/api/…`) and the chat page
+/// (`/`), each when given.
+#[derive(Debug, Default)]
+pub struct Routes {
+    adk: Option<AdkApi>,
+    chat: Option<ChatApi>,
+}
+
+impl Routes {
+    /// No routes yet.
+    pub fn new() -> Self {
+        Routes::default()
+    }
+
+    /// Serves ADK's dialect.
+    #[must_use]
+    pub fn adk(mut self, api: AdkApi) -> Self {
+        self.adk = Some(api);
+        self
+    }
+
+    /// Serves the chat API and its page.
+    #[must_use]
+    pub fn chat(mut self, api: ChatApi) -> Self {
+        self.chat = Some(api);
+        self
+    }
+
+    async fn handle(&self, request: Request<Incoming>, max_body: usize) -> Response<Body> {
+        let path = request.uri().path();
+        if let Some(chat) = &self.chat {
+            if ChatApi::owns(path) {
+                return chat.handle(request, max_body).await;
+            }
+            if let Some(page) = crate::page::serve(&request) {
+                return page;
+            }
+        }
+        match &self.adk {
+            Some(adk) => adk.handle(request, max_body).await,
+            None => detail(StatusCode::NOT_FOUND, "Not Found"),
+        }
+    }
+}
+
+impl From<AdkApi> for Routes {
+    fn from(api: AdkApi) -> Self {
+        Routes::new().adk(api)
+    }
+}
+
+impl From<ChatApi> for Routes {
+    fn from(api: ChatApi) -> Self {
+        Routes::new().chat(api)
+    }
+}
+
 /// Whether `request` carries the token (compared in constant time).
 fn authorized(request: &Request<Incoming>, token: &str) -> bool {
     let Some(given) = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
@@ -75,16 +133,17 @@ fn authorized(request: &Request<Incoming>, token: &str) -> bool {
     given.len() == token.len() && given.iter().zip(token).fold(0, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
-/// Serves `api` on `listener` until `shutdown` completes. Each connection is a task of its own;
+/// Serves `routes` (an [`AdkApi`], a [`ChatApi`], or both as [`Routes`]) on `listener` until
+/// `shutdown` completes. Each connection is a task of its own;
 /// a client that goes away drops its response, which cancels its run between two events (the
 /// session keeps what was stored).
 pub async fn serve(
     listener: TcpListener,
-    api: AdkApi,
+    routes: impl Into<Routes>,
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let api = Arc::new(api);
+    let api = Arc::new(routes.into());
     let config = Arc::new(config);
     let loopback = listener.local_addr().is_ok_and(|addr| addr.ip().is_loopback());
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
@@ -157,11 +216,14 @@ fn foreign(request: &Request<Incoming>) -> bool {
     })
 }
 
-async fn answer(api: &AdkApi, config: &ServerConfig, loopback: bool, request: Request<Incoming>) -> Response<Body> {
+async fn answer(api: &Routes, config: &ServerConfig, loopback: bool, request: Request<Incoming>) -> Response<Body> {
     if loopback && foreign(&request) {
         return detail(StatusCode::FORBIDDEN, "Forbidden: requests from other hosts or origins are refused");
     }
+    // The page's static files hold no data: a browser loads them before it can send a token.
+    let page = request.method() == http::Method::GET && crate::page::file(request.uri().path()).is_some();
     if let Some(token) = &config.bearer_token
+        && !page
         && !authorized(&request, token)
     {
         let mut response = detail(StatusCode::UNAUTHORIZED, "Not authenticated");

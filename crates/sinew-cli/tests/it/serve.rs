@@ -26,6 +26,24 @@ async fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, Stri
     (status, body)
 }
 
+/// `sinew serve APPS` on a free port: the process, its first line and its address.
+async fn start(sandbox: &Sandbox, apps: &std::path::Path) -> (tokio::process::Child, String, String) {
+    let mut child = tokio::process::Command::new(BINARY)
+        .args(["serve", apps.to_str().unwrap(), "--port", "0", "--session_service_uri", "memory://"])
+        .env_clear()
+        .envs(sandbox.vars())
+        .current_dir(sandbox.workspace.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let addr = line.split("http://").nth(1).and_then(|rest| rest.split('/').next()).unwrap().to_owned();
+    (child, line, addr)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_runs_yaml_apps_in_adks_dialect() {
     let model =
@@ -39,19 +57,7 @@ async fn serve_runs_yaml_apps_in_adks_dialect() {
     )
     .unwrap();
 
-    let mut child = tokio::process::Command::new(BINARY)
-        .args(["serve", apps.to_str().unwrap(), "--port", "0", "--session_service_uri", "memory://"])
-        .env_clear()
-        .envs(sandbox.vars())
-        .current_dir(sandbox.workspace.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-    let addr = line.split("http://").nth(1).and_then(|rest| rest.split(' ').next()).unwrap().to_owned();
+    let (_child, line, addr) = start(&sandbox, &apps).await;
     assert!(line.contains("(apps: greeter)"), "{line}");
 
     let (status, apps_listed) = request(&addr, "GET", "/list-apps", "").await;
@@ -92,4 +98,33 @@ async fn serve_refuses_other_machines_without_a_token() {
     let run = sandbox.run(&["serve", apps.to_str().unwrap(), "--host", "0.0.0.0", "--port", "0"], "").await;
     run.assert_code(2);
     assert!(run.stderr.contains("set SINEW_SERVER_TOKEN"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_answers_agent_backed_chat_and_serves_the_page() {
+    let model =
+        MockServer::start(|_| sse_response(anthropic_events(&WireTurn::new().text("Hello from chat.")), None)).await;
+    let sandbox = Sandbox::new(&[("ANTHROPIC_API_KEY", "sk-test"), ("ANTHROPIC_BASE_URL", &model.url())]);
+    let apps = sandbox.workspace.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let (_child, line, addr) = start(&sandbox, &apps).await;
+    assert!(line.contains("chat on http://"), "{line}");
+
+    let (status, page) = request(&addr, "GET", "/", "").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>sinew chat</title>"), "{page}");
+    let definition = json!({"name": "Reader", "model": "anthropic/claude-sonnet-4-5", "instruction": "Read.", "tools": ["read_file"]});
+    let (status, created) = request(&addr, "POST", "/api/agent-definitions", &definition.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"].clone();
+    let (status, stream) =
+        request(&addr, "POST", "/api/chat/stream", &json!({"message": "hi", "agentDefinitionId": id}).to_string())
+            .await;
+    assert_eq!(status, 200, "{stream}");
+    assert!(stream.contains(r#""token":"Hello from chat.""#), "{stream}");
+    assert!(stream.contains(r#""type":"done""#), "{stream}");
+    let sent = model.requests()[0].json();
+    assert!(sent["system"].to_string().contains("Read."), "{sent}");
+    // The chat tables are beside the sessions, in the apps directory.
+    assert!(apps.join(".adk/chat.db").is_file());
 }

@@ -1,6 +1,8 @@
 //! sinew-server's integration tests: a real server on loopback, spoken to over plain HTTP/1.1.
 
 mod adk_api;
+mod chat;
+mod chat_store;
 mod replay;
 mod storage;
 mod wire;

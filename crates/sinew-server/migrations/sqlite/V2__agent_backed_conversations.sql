@@ -1,0 +1,3 @@
+-- Agent-backed conversations (spec 001): existing conversations stay plain (NULL).
+ALTER TABLE chat_conversations ADD COLUMN agent_definition_id TEXT REFERENCES agent_definitions (id);
+CREATE INDEX chat_conversations_by_agent ON chat_conversations (agent_definition_id);
