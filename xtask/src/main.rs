@@ -10,7 +10,7 @@
 //! - `adk`: adk-python's own models validate sinew-adk's JSON (google-adk in `SINEW_ADK_VENV`, else
 //!   `target/adk-venv`, installed when missing).
 //! - `peers [DIR]`: installs the interop peers into DIR (default `target/peers`).
-//! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `adk`, `adk-sessions`,
+//! - `bench <name> [args]`: a benchmark (`loop`, `decode`, `e2e`, `adk`, `adk-sessions`, `server`,
 //!   `compaction`, `sessions`, `sse`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -53,7 +53,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | adk-sessions | compaction | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -96,11 +96,13 @@ fn ci(root: &Path) -> Result<()> {
     // Every cargo step sees the same environment, so the build scripts that read it agree and
     // nothing is compiled twice.
     let postgres = postgres_url()?;
+    let chromedriver = chromedriver()?;
     let ci_cargo = || {
         let mut command = cargo();
         command.env("SINEW_PEERS_DIR", &peers);
         command.env("SINEW_ADK_PYTHON", &adk_python);
         command.env("SINEW_TEST_POSTGRES_URL", &postgres);
+        command.env("SINEW_TEST_CHROMEDRIVER", &chromedriver);
         command
     };
 
@@ -172,6 +174,24 @@ fn postgres_url() -> Result<String> {
     Ok(url)
 }
 
+/// The chromedriver the chat page's browser test drives chromium with: `SINEW_TEST_CHROMEDRIVER`,
+/// else `chromedriver` on the PATH (Debian: `apt-get install chromium chromium-driver`, which
+/// `.ci/run` does).
+fn chromedriver() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("SINEW_TEST_CHROMEDRIVER").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let found = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("chromedriver"))
+        .find(|path| path.is_file());
+    found.context(
+        "chromedriver is not on the PATH: the chat page's browser test needs chromium and its driver \
+         (Debian: apt-get install chromium chromium-driver; or set SINEW_TEST_CHROMEDRIVER)",
+    )
+}
+
 /// Where cargo puts build output (`CARGO_TARGET_DIR`, else `target` of the workspace).
 fn target_dir() -> Result<PathBuf> {
     let output = cargo().args(["metadata", "--format-version", "1", "--no-deps"]).output()?;
@@ -182,7 +202,7 @@ fn target_dir() -> Result<PathBuf> {
 fn bench(args: &[String]) -> Result<()> {
     let Some(name) = args.first() else {
         bail!(
-            "usage: cargo xtask bench <loop | decode | e2e | adk | adk-sessions | compaction | sessions | sse> [args]"
+            "usage: cargo xtask bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]"
         )
     };
     let (package, bench) = match name.as_str() {
@@ -194,12 +214,13 @@ fn bench(args: &[String]) -> Result<()> {
         "sse" => ("sinew-http", "sse"),
         "sessions" => ("sinew-session", "sessions"),
         "adk-sessions" => ("sinew-adk", "adk_sessions"),
+        "server" => ("sinew-server", "server"),
         other => bail!(
-            "unknown benchmark `{other}` (known: loop, decode, e2e, adk, adk-sessions, compaction, sessions, sse)"
+            "unknown benchmark `{other}` (known: loop, decode, e2e, adk, adk-sessions, compaction, server, sessions, sse)"
         ),
     };
     let mut command = cargo();
-    if name == "e2e" || name == "adk" {
+    if matches!(name.as_str(), "e2e" | "adk" | "server") {
         // The mock model runs in its own process, so that only the client is measured.
         let mut build = cargo();
         build.args(["build", "--release", "--package", "sinew-testing", "--bin", "sinew-mockllm"]);
@@ -218,6 +239,9 @@ fn bench(args: &[String]) -> Result<()> {
     }
     if name == "adk-sessions" {
         command.args(["--features", "postgres"]);
+    }
+    if name == "server" {
+        command.env("SINEW_TEST_POSTGRES_URL", postgres_url()?);
     }
     command.arg("--").args(&args[1..]);
     step(&format!("bench {name}"), command)

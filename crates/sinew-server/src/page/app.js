@@ -206,6 +206,7 @@ async function sendChat(text) {
   let answer = null;
   for await (const frame of frames(response)) {
     if (frame.type === "meta") {
+      if (!current.conversationId) $("title").textContent = text.split("\n")[0];
       current.conversationId = frame.conversationId;
       remember();
     } else if (frame.type === "token") {
@@ -291,6 +292,7 @@ async function runAdk(message) {
   if (!current.sessionId) {
     const session = await json(`/apps/${encodeURIComponent(current.app)}/users/${USER}/sessions`, { method: "POST", body: "{}" });
     current.sessionId = session.id;
+    $("title").textContent = current.app + " · " + session.id;
     remember();
   }
   const body = { appName: current.app, userId: USER, sessionId: current.sessionId, newMessage: message, streaming: true };

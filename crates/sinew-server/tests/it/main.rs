@@ -1,6 +1,7 @@
 //! sinew-server's integration tests: a real server on loopback, spoken to over plain HTTP/1.1.
 
 mod adk_api;
+mod browser;
 mod chat;
 mod chat_store;
 mod replay;
