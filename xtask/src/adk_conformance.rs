@@ -1,7 +1,8 @@
 //! ADK's own conformance harness (`adk conformance test`, google-adk 2.13.0) against sinew-server:
 //! both recorded cases (`crates/sinew-adk/tests/data/conformance/tests`) in both streaming modes,
-//! against `crates/sinew-server/examples/conformance_server.rs` (the twin of the harness's demo
-//! agent with the replay plugin).
+//! against `conformance/server` (the twin of the harness's demo agent with the replay plugin), a
+//! program outside the workspace that depends on the crates by path: what the twin, the plugin and
+//! the server need is public API.
 //!
 //! The harness is hard-wired to `http://127.0.0.1:8000`, so server and harness run together in a
 //! network namespace of their own (`unshare --map-root-user --net`), as
@@ -31,9 +32,13 @@ exit $RC
 /// Builds the server with `build` (a `cargo` command with the environment of the other steps),
 /// and runs the harness with the venv's `adk`.
 pub(crate) fn run(root: &Path, python: &Path, mut build: Command) -> Result<()> {
-    build.args(["build", "--package", "sinew-server", "--example", "conformance_server"]);
-    step("build the ADK conformance server", build)?;
-    let server = target_dir()?.join("debug/examples/conformance_server");
+    // The workspace's lock file and target directory: the same versions, nothing built twice.
+    let program = root.join("conformance/server");
+    std::fs::copy(root.join("Cargo.lock"), program.join("Cargo.lock")).context("copying Cargo.lock")?;
+    let target = target_dir()?;
+    build.arg("build").arg("--manifest-path").arg(program.join("Cargo.toml")).env("CARGO_TARGET_DIR", &target);
+    step("build the ADK conformance server (outside the workspace)", build)?;
+    let server = target.join("debug/sinew-conformance-server");
     let adk = python.parent().context("the venv's python has no directory")?.join("adk");
 
     // The harness reads the cases from a copy: nothing it does touches the repository.

@@ -1,7 +1,8 @@
-//! The server ADK's conformance harness runs against (`cargo xtask conformance`): the twin of the
-//! harness's demo agent with the replay plugin (reading recordings under `--recordings DIR`,
-//! default the current directory), sessions in memory, on `127.0.0.1:<port>` (`--port`, default
-//! 8000, where the harness looks). Runs until Ctrl-C.
+//! The server ADK's conformance harness runs against (`cargo xtask conformance`), built outside
+//! sinew's workspace on the crates' public API: the twin of the harness's demo agent with the
+//! replay plugin (reading recordings under `--recordings DIR`, default the current directory),
+//! sessions in memory, on `127.0.0.1:<port>` (`--port`, default 8000, where the harness looks).
+//! Runs until Ctrl-C.
 
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         match (flag.as_str(), args.next()) {
             ("--port", Some(value)) => port = value.parse()?,
             ("--recordings", Some(value)) => recordings = value.into(),
-            _ => return Err("usage: conformance_server [--port N] [--recordings DIR]".into()),
+            _ => return Err("usage: sinew-conformance-server [--port N] [--recordings DIR]".into()),
         }
     }
     // The twin's own model answers nothing: under replay the recorded model answers.
