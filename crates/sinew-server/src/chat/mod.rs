@@ -57,6 +57,28 @@ pub struct ChatApi {
     executor: AgentExecutor,
     plain_model: Option<Arc<dyn Llm>>,
     history_limit: usize,
+    /// Conversations with a turn under way in this process.
+    busy: Arc<std::sync::Mutex<std::collections::HashSet<Uuid>>>,
+}
+
+/// A conversation's turn under way; the conversation is free again when it is dropped.
+struct Busy {
+    conversations: Arc<std::sync::Mutex<std::collections::HashSet<Uuid>>>,
+    id: Uuid,
+}
+
+impl Busy {
+    /// Marks `id` busy; `None` when a turn is already under way.
+    fn take(conversations: &Arc<std::sync::Mutex<std::collections::HashSet<Uuid>>>, id: Uuid) -> Option<Busy> {
+        let mut set = conversations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        set.insert(id).then(|| Busy { conversations: conversations.clone(), id })
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.conversations.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.id);
+    }
 }
 
 impl std::fmt::Debug for ChatApi {
@@ -87,7 +109,14 @@ impl ChatApi {
     /// ([`ChatApi::plain_model`]).
     pub fn new(store: Arc<dyn ChatStore>, registry: Arc<AgentRegistry>) -> Self {
         let executor = AgentExecutor::new(store.clone(), registry.clone());
-        ChatApi { store, registry, executor, plain_model: None, history_limit: DEFAULT_HISTORY_LIMIT }
+        ChatApi {
+            store,
+            registry,
+            executor,
+            plain_model: None,
+            history_limit: DEFAULT_HISTORY_LIMIT,
+            busy: Arc::default(),
+        }
     }
 
     /// Plain conversations (no agent definition) stream `model`'s answer directly.
@@ -221,11 +250,25 @@ impl ChatApi {
         if conversation.agent_definition_id.is_none() && self.plain_model.is_none() {
             return Err(no_plain_model());
         }
+        // One turn at a time: a second message while the first is answered would be answered
+        // without it.
+        let Some(busy) = Busy::take(&self.busy, conversation.id) else {
+            return Ok(detail(
+                StatusCode::CONFLICT,
+                &format!(
+                    "conversation {} is still answering a message: send this one when it is done",
+                    conversation.id
+                ),
+            ));
+        };
         let user_message = self.store.add_message(conversation.id, "user", &request.message, None).await?;
         let (frames, receiver) = mpsc::channel::<Bytes>(FRAME_BUFFER);
         let api = self.clone();
         // The answer is worked out to its end and stored even when the client goes away.
-        tokio::spawn(async move { api.answer(conversation, user_message, Frames(frames)).await });
+        tokio::spawn(async move {
+            api.answer(conversation, user_message, Frames(frames)).await;
+            drop(busy);
+        });
         let stream = futures::stream::unfold(receiver, |mut receiver| async move {
             receiver.recv().await.map(|frame| (frame, receiver))
         });

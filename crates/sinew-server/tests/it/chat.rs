@@ -702,3 +702,29 @@ async fn the_page_is_served_without_the_token_and_the_api_with_it() {
     // Without an ADK API, ADK's routes are not there.
     assert_eq!(send(addr, "GET", "/list-apps", None, &["authorization: Bearer s3cret"]).await.status, 404);
 }
+
+#[tokio::test]
+async fn a_second_message_while_the_first_is_answered_is_a_409() {
+    let slow = ScriptedLlm::new([
+        ScriptedAnswer::text("First."),
+        ScriptedAnswer::call("wait", json!({})),
+        ScriptedAnswer::text("Waited."),
+        ScriptedAnswer::text("Third."),
+    ]);
+    let chat = chat(Models::default().with("mock/a", slow), |api| api).await;
+    let definition = chat.define(json!({"name": "Patient", "model": "mock/a", "tools": ["wait"]})).await;
+    let first = chat.turn(json!({"message": "Hi", "agentDefinitionId": definition["id"]})).await;
+    let id = first[0]["conversationId"].clone();
+    let (slow_turn, racing) = tokio::join!(chat.turn(json!({"message": "Wait", "conversationId": id})), async {
+        // While the tool runs.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        chat.stream(json!({"message": "Hurry", "conversationId": id})).await
+    });
+    assert_eq!(racing.status, 409, "{}", racing.body);
+    assert!(racing.json()["detail"].as_str().unwrap().contains("still answering"));
+    assert_eq!(tokens(&slow_turn), "Waited.");
+    // Nothing of the refused message was stored; once done, the conversation takes messages again.
+    let contents: Vec<String> = chat.store.messages(uuid(&id)).await.unwrap().into_iter().map(|m| m.content).collect();
+    assert_eq!(contents, ["Hi", "First.", "Wait", "Waited."]);
+    assert_eq!(tokens(&chat.turn(json!({"message": "Again", "conversationId": id})).await), "Third.");
+}
