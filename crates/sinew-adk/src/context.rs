@@ -130,6 +130,9 @@ pub(crate) struct Invocation {
     pub(crate) node_paths: bool,
     /// How often each node (`parent_path/name`) ran in this invocation.
     pub(crate) node_runs: StdMutex<std::collections::HashMap<String, u32>>,
+    /// The agents whose latest model request offered `set_model_response` (decided on the model
+    /// the request went to, a plugin's replacement included).
+    pub(crate) set_model_response_agents: StdMutex<std::collections::HashSet<String>>,
     pub(crate) cancel: CancellationToken,
     pub(crate) events: mpsc::Sender<Emitted>,
 }

@@ -100,6 +100,7 @@ impl LlmAgent {
                 break;
             }
         }
+        self.note_model(ctx, model.as_ref());
         let mut request = match self.build_request(ctx, model.as_ref()).await {
             Ok(request) => request,
             Err(error) => return Err(self.fail(ctx, error).await),

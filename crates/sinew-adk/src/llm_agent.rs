@@ -224,9 +224,22 @@ impl LlmAgent {
         self.output_schema.is_some() && !self.tools.is_empty() && !model.supports_output_schema_with_tools()
     }
 
-    /// [`LlmAgent::uses_set_model_response`] with the agent's model.
+    /// Records whether this agent's next request, to `model`, offers `set_model_response`.
+    pub(crate) fn note_model(&self, ctx: &InvocationContext, model: &dyn Llm) {
+        let mut agents =
+            ctx.invocation.set_model_response_agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.uses_set_model_response(model) {
+            agents.insert(self.name.clone());
+        } else {
+            agents.remove(&self.name);
+        }
+    }
+
+    /// Whether this agent's latest request offered `set_model_response`: [`LlmAgent::uses_set_model_response`]
+    /// with the model it went to (a plugin's replacement included).
     pub(crate) fn answers_through_set_model_response(&self, ctx: &InvocationContext) -> bool {
-        self.resolve_model(ctx.root_agent()).is_ok_and(|model| self.uses_set_model_response(model.as_ref()))
+        let agents = ctx.invocation.set_model_response_agents.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        agents.contains(&self.name)
     }
 
     /// The agents this one may hand the conversation to, in ADK's order: its sub-agents, its

@@ -286,6 +286,7 @@ impl Runner {
             paused: AtomicBool::new(false),
             node_paths: self.agent.as_llm_agent().is_some(),
             node_runs: std::sync::Mutex::new(Default::default()),
+            set_model_response_agents: std::sync::Mutex::new(Default::default()),
             cancel: CancellationToken::new(),
             events,
         });

@@ -684,6 +684,61 @@ async fn structured_answers_through_set_model_response() {
     assert_eq!(stored.state["answer"], json!({"summary": "y"}), "the model's own answer, not the hallucinated call");
 }
 
+/// Whether a `set_model_response` call is the structured answer is decided on the model the
+/// request went to: a plugin's replacement, not the agent's own model.
+#[tokio::test]
+async fn set_model_response_follows_the_model_a_plugin_put_in_place() {
+    /// A model that takes a response schema and tools in one request.
+    struct Capable;
+    impl Llm for Capable {
+        fn name(&self) -> &str {
+            "capable"
+        }
+        fn generate_content(&self, _: LlmRequest, _: bool) -> BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+            futures::stream::empty().boxed()
+        }
+        fn supports_output_schema_with_tools(&self) -> bool {
+            true
+        }
+    }
+    /// Puts `0` in place of every agent's model.
+    struct Replace(Arc<ScriptedLlm>);
+    #[async_trait]
+    impl Plugin for Replace {
+        fn name(&self) -> &str {
+            "replace"
+        }
+        async fn replace_model(&self, _ctx: &CallbackContext) -> Option<Arc<dyn Llm>> {
+            Some(self.0.clone())
+        }
+    }
+    let schema = json!({"properties": {"summary": {"type": "string"}}, "required": ["summary"], "type": "object"});
+    let lookup = FunctionTool::new("lookup", "Looks up.", json!({"type": "object", "properties": {}}), |_, _| async {
+        Ok(json!({"found": true}))
+    });
+    // The agent's own model would take the schema with the tools; the replacement cannot, so it
+    // is offered set_model_response, and its call of it is the answer.
+    let replacement =
+        Arc::new(ScriptedLlm::new([ScriptedAnswer::call("set_model_response", json!({"summary": "cold"}))]));
+    let agent = LlmAgent::builder("answerer")
+        .model(Arc::new(Capable))
+        .tool(Arc::new(lookup))
+        .output_schema(schema)
+        .output_key("answer")
+        .build()
+        .unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await)
+        .unwrap()
+        .with_plugin(Arc::new(Replace(replacement.clone())));
+    let events = collect(&runner, Content::user_text("go"), RunConfig::default()).await;
+    let offered: Vec<String> =
+        replacement.requests()[0].0.config.function_declarations().filter_map(|d| d.name.clone()).collect();
+    assert!(offered.contains(&"set_model_response".to_owned()), "{offered:?}");
+    let response = events[1].function_responses().find(|r| r.name() == "set_model_response").unwrap();
+    assert_eq!(Value::Object(response.response.clone().unwrap()), json!({"summary": "cold"}));
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), r#"{"summary": "cold"}"#);
+}
+
 #[tokio::test]
 async fn an_empty_static_instruction_is_none() {
     let llm = Arc::new(ScriptedLlm::texts(["ok"]));
