@@ -198,6 +198,11 @@ impl LlmAgent {
         self.output_key.as_deref()
     }
 
+    /// The instruction, when it has one.
+    pub fn instruction(&self) -> Option<&Instruction> {
+        self.instruction.as_ref()
+    }
+
     /// Its tools.
     pub fn tools(&self) -> &[Arc<dyn Tool>] {
         &self.tools

@@ -278,7 +278,7 @@ impl AdkApi {
 
     fn app_info(&self, name: &str) -> Result<Response<Body>, AdkError> {
         Ok(match self.apps.get(name) {
-            Some(app) => json_response(StatusCode::OK, &app_info(name, &app.agent)),
+            Some(app) => detailed_app_info(name, &app.agent),
             None => app_not_found(name),
         })
     }
@@ -580,22 +580,61 @@ mod erased {
 }
 
 fn app_info(name: &str, agent: &Arc<dyn Agent>) -> Value {
-    fn agents(agent: &Arc<dyn Agent>, into: &mut Map<String, Value>) {
-        into.insert(agent.name().to_owned(), json!({"name": agent.name(), "description": agent.description()}));
-        for sub in agent.sub_agents() {
-            agents(sub, into);
-        }
-    }
-    let mut all = Map::new();
-    agents(agent, &mut all);
     json!({
         "name": name,
         "rootAgentName": agent.name(),
         "description": agent.description(),
         "language": "rust",
         "isComputerUse": false,
-        "agents": all,
     })
+}
+
+/// `GET /apps/{app}/app-info`, as adk-python answers it: the root `LlmAgent` and every
+/// `LlmAgent` below it through `LlmAgent`s, each with its instruction (a provider as
+/// `<InstructionProvider>`), its tools' declarations and its `LlmAgent` sub-agents; a root that
+/// is not an `LlmAgent` is a 400.
+fn detailed_app_info(name: &str, agent: &Arc<dyn Agent>) -> Response<Body> {
+    fn traverse(agent: &sinew_adk::LlmAgent, into: &mut Map<String, Value>) {
+        if into.contains_key(agent.name()) {
+            return;
+        }
+        let mut sub_agents = Vec::new();
+        for sub in agent.sub_agents() {
+            if let Some(llm) = sub.as_llm_agent() {
+                traverse(llm, into);
+                sub_agents.push(llm.name().to_owned());
+            }
+        }
+        let instruction = match agent.instruction() {
+            None => String::new(),
+            Some(sinew_adk::Instruction::Template(text)) => text.clone(),
+            Some(_) => "<InstructionProvider>".to_owned(),
+        };
+        let tools: Vec<Value> = agent
+            .tools()
+            .iter()
+            .filter_map(|tool| tool.declaration())
+            .map(|declaration| json!({"functionDeclarations": [declaration]}))
+            .collect();
+        into.insert(
+            agent.name().to_owned(),
+            json!({
+                "name": agent.name(),
+                "description": agent.description(),
+                "instruction": instruction,
+                "tools": tools,
+                "sub_agents": sub_agents,
+            }),
+        );
+    }
+    let Some(root) = agent.as_llm_agent() else {
+        return detail(StatusCode::BAD_REQUEST, "Root agent is not an LlmAgent");
+    };
+    let mut agents = Map::new();
+    traverse(root, &mut agents);
+    let mut info = app_info(name, agent);
+    info["agents"] = Value::Object(agents);
+    json_response(StatusCode::OK, &info)
 }
 
 fn part_or_404(part: Option<Part>) -> Response<Body> {

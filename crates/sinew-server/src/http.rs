@@ -47,8 +47,56 @@ pub(crate) fn sse_response(frames: impl Stream<Item = Bytes> + Send + 'static) -
     response
 }
 
-/// How long a client may take to send a request's body.
-const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a client may take to send a request's body, unless the server says otherwise.
+pub(crate) const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The error of a body that did not arrive by its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+pub(crate) struct BodyTimedOut;
+
+/// A request body that fails with [`BodyTimedOut`] once `deadline` passes.
+pub(crate) struct TimedBody<B> {
+    inner: B,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> TimedBody<B> {
+    /// `inner`, to be read within `timeout` from now.
+    pub(crate) fn new(inner: B, timeout: std::time::Duration) -> Self {
+        TimedBody { inner, deadline: Box::pin(tokio::time::sleep(timeout)) }
+    }
+}
+
+impl<B> http_body::Body for TimedBody<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        if let std::task::Poll::Ready(frame) = std::pin::Pin::new(&mut self.inner).poll_frame(cx) {
+            return std::task::Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        match self.deadline.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) => std::task::Poll::Ready(Some(Err(Box::new(BodyTimedOut)))),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
 
 /// Why a request body was not taken.
 #[derive(Debug)]
@@ -95,6 +143,8 @@ where
         Err(error) => {
             return Err(if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
                 DecodeError::TooLarge(limit)
+            } else if error.downcast_ref::<BodyTimedOut>().is_some() {
+                DecodeError::TimedOut
             } else {
                 DecodeError::Read(format!("reading the request body: {error}"))
             });

@@ -36,7 +36,10 @@ pub use agents::AgentRegistry;
 pub use chat::PostgresChatStore;
 pub use chat::{ChatApi, SqliteChatStore};
 pub use http::Body;
-pub use serve::{DEFAULT_ADDRESS, DEFAULT_MAX_BODY_BYTES, Routes, ServerConfig, is_loopback_host, serve};
+pub use serve::{
+    DEFAULT_ADDRESS, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+    Routes, ServerConfig, is_loopback_host, serve,
+};
 pub use storage::{chat_store_from_uri, session_service_from_uri};
 
 /// The server guide's examples, compiled as doctests.

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
@@ -19,11 +20,14 @@ pub const DEFAULT_ADDRESS: &str = "127.0.0.1:8000";
 /// The default request-body limit: 10 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
-/// How long a client may take to send a request's headers.
-const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a client may take to send a request's headers, unless configured.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connections served at once; more wait to be accepted.
-const MAX_CONNECTIONS: usize = 1024;
+/// How long a client may take to send a request's body, unless configured.
+pub const DEFAULT_BODY_TIMEOUT: Duration = crate::http::BODY_TIMEOUT;
+
+/// Connections served at once, unless configured; more wait to be accepted.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// How a server treats its requests.
 #[derive(Clone)]
@@ -33,11 +37,23 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// When set, every request must carry `Authorization: Bearer <token>` (401 otherwise).
     pub bearer_token: Option<String>,
+    /// A client that has not sent a request's headers in this time is disconnected.
+    pub header_timeout: Duration,
+    /// A request whose body has not arrived in this time (from its headers) is refused with 408.
+    pub body_timeout: Duration,
+    /// Connections served at once; more wait in the listener's backlog.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_body_bytes: DEFAULT_MAX_BODY_BYTES, bearer_token: None }
+        ServerConfig {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            bearer_token: None,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
     }
 }
 
@@ -46,6 +62,9 @@ impl std::fmt::Debug for ServerConfig {
         f.debug_struct("ServerConfig")
             .field("max_body_bytes", &self.max_body_bytes)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "<redacted>"))
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }
@@ -62,6 +81,27 @@ impl ServerConfig {
     #[must_use]
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Headers within `timeout`.
+    #[must_use]
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// Bodies within `timeout` of their headers.
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// At most `connections` served at once (at least one).
+    #[must_use]
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 }
@@ -94,7 +134,11 @@ impl Routes {
         self
     }
 
-    async fn handle(&self, request: Request<Incoming>, max_body: usize) -> Response<Body> {
+    async fn handle<B>(&self, request: Request<B>, max_body: usize) -> Response<Body>
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let path = request.uri().path();
         if let Some(chat) = &self.chat {
             if ChatApi::owns(path) {
@@ -146,7 +190,7 @@ pub async fn serve(
     let api = Arc::new(routes.into());
     let config = Arc::new(config);
     let loopback = listener.local_addr().is_ok_and(|addr| addr.ip().is_loopback());
-    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let connections = Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -168,6 +212,7 @@ pub async fn serve(
             () = &mut shutdown => return Ok(()),
         };
         let (api, config) = (api.clone(), config.clone());
+        let header_timeout = config.header_timeout;
         tokio::spawn(async move {
             let _permit = permit;
             let service = service_fn(move |request: Request<Incoming>| {
@@ -176,7 +221,7 @@ pub async fn serve(
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
+                .header_read_timeout(header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "connection ended with an error");
@@ -221,7 +266,9 @@ async fn answer(api: &Routes, config: &ServerConfig, loopback: bool, request: Re
         return detail(StatusCode::FORBIDDEN, "Forbidden: requests from other hosts or origins are refused");
     }
     // The page's static files hold no data: a browser loads them before it can send a token.
-    let page = request.method() == http::Method::GET && crate::page::file(request.uri().path()).is_some();
+    let page = api.chat.is_some()
+        && request.method() == http::Method::GET
+        && crate::page::file(request.uri().path()).is_some();
     if let Some(token) = &config.bearer_token
         && !page
         && !authorized(&request, token)
@@ -230,5 +277,6 @@ async fn answer(api: &Routes, config: &ServerConfig, loopback: bool, request: Re
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
+    let request = request.map(|body| crate::http::TimedBody::new(body, config.body_timeout));
     api.handle(request, config.max_body_bytes).await
 }

@@ -61,9 +61,17 @@ async fn health_version_and_apps() {
     assert_eq!(detailed["apps"][0]["name"], "demo_agent");
     assert_eq!(detailed["apps"][0]["rootAgentName"], "demo_agent");
     assert_eq!(detailed["apps"][0]["description"], "Echoes.");
+    assert!(detailed["apps"][0].get("agents").is_none(), "adk-python lists no agents here");
     let info = send(addr, "GET", "/apps/demo_agent/app-info", None, &[]).await;
     assert_eq!(info.status, 200);
-    assert_eq!(info.json()["agents"]["demo_agent"]["description"], "Echoes.");
+    // adk-python's AgentInfo: snake_case inside camelCase AppInfo, tools as genai Tools.
+    let agent = &info.json()["agents"]["demo_agent"];
+    assert_eq!(
+        (&agent["description"], &agent["instruction"], &agent["sub_agents"]),
+        (&json!("Echoes."), &json!(""), &json!([]))
+    );
+    assert_eq!(agent["tools"][0]["functionDeclarations"][0]["name"], "echo");
+    assert_eq!(agent["tools"].as_array().unwrap().len(), 1, "transfer_to_agent is not an agent's tool");
     let missing = send(addr, "GET", "/apps/nope/app-info", None, &[]).await;
     assert_eq!((missing.status, missing.json()), (404, json!({"detail": "App not found: nope"})));
     let unknown = send(addr, "GET", "/nothing/here", None, &[]).await;
@@ -520,4 +528,86 @@ async fn runs_racing_on_one_session_are_served_or_refused_with_409() {
     let stored = sessions.get_session("demo_agent", "u1", "s1", GetSessionConfig::default()).await.unwrap().unwrap();
     let answers = stored.events.iter().filter(|e| &*e.author == "demo_agent").count();
     assert_eq!(answers, served, "every served answer is stored, and no refused run's");
+}
+
+/// app-info as adk-python builds it: LlmAgents reached through LlmAgents, each naming its
+/// LlmAgent sub-agents; a root that is not an LlmAgent is a 400.
+#[tokio::test]
+async fn app_info_lists_llm_agents_as_adk_python_does() {
+    let llm = Arc::new(ScriptedLlm::texts(["x"]));
+    let leaf = LlmAgent::builder("leaf").description("Leaf.").model(llm.clone()).build().unwrap();
+    let under_workflow = LlmAgent::builder("hidden").model(llm.clone()).build().unwrap();
+    let workflow = sinew_adk::SequentialAgent::new("flow", vec![Arc::new(under_workflow)]);
+    let root = LlmAgent::builder("root")
+        .model(llm.clone())
+        .instruction("Route {topic?}.")
+        .sub_agent(Arc::new(leaf))
+        .sub_agent(Arc::new(workflow))
+        .build()
+        .unwrap();
+    let workflow_root = sinew_adk::SequentialAgent::new("steps", vec![]);
+    let api = AdkApi::new(Arc::new(InMemorySessionService::new()))
+        .app("tree", Arc::new(root))
+        .unwrap()
+        .app("steps", Arc::new(workflow_root))
+        .unwrap();
+    let addr = start(api, ServerConfig::default()).await;
+    let info = send(addr, "GET", "/apps/tree/app-info", None, &[]).await.json();
+    let agents: Vec<&String> = info["agents"].as_object().unwrap().keys().collect();
+    assert_eq!(agents, ["leaf", "root"]);
+    assert_eq!(info["agents"]["root"]["sub_agents"], json!(["leaf"]));
+    assert_eq!(info["agents"]["root"]["instruction"], "Route {topic?}.", "the template, not resolved");
+    assert_eq!(
+        info["agents"]["leaf"],
+        json!({"name": "leaf", "description": "Leaf.", "instruction": "", "tools": [], "sub_agents": []})
+    );
+    let refused = send(addr, "GET", "/apps/steps/app-info", None, &[]).await;
+    assert_eq!((refused.status, refused.json()), (400, json!({"detail": "Root agent is not an LlmAgent"})));
+}
+
+/// A client that sends a body too slowly gets a 408 once the body timeout passes, and one that
+/// never finishes its headers is disconnected once the header timeout passes.
+#[tokio::test]
+async fn slow_clients_are_cut_off() {
+    let config =
+        ServerConfig::default().body_timeout(Duration::from_millis(300)).header_timeout(Duration::from_millis(300));
+    let addr = start(demo(Arc::new(InMemorySessionService::new())), config).await;
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(
+        b"POST /apps/demo_agent/users/u/sessions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 20\r\n\r\n{\"st",
+    )
+    .await
+    .unwrap();
+    let mut reply = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_string(&mut reply)).await;
+    assert!(read.is_ok(), "the server answers in time");
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(reply.contains("did not arrive in time"), "{reply}");
+
+    let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    silent.write_all(b"GET /health HTTP/1.1\r\nhost: loc").await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), silent.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the connection is closed");
+}
+
+/// Connections beyond the cap wait to be served until one closes.
+#[tokio::test]
+async fn connections_beyond_the_cap_wait() {
+    let addr = start(demo(Arc::new(InMemorySessionService::new())), ServerConfig::default().max_connections(2)).await;
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        // A keep-alive request makes sure the connection is being served.
+        stream.write_all(b"GET /health HTTP/1.1\r\nhost: localhost\r\n\r\n").await.unwrap();
+        let mut buffer = [0u8; 256];
+        assert!(stream.read(&mut buffer).await.unwrap() > 0);
+        held.push(stream);
+    }
+    let waiting = tokio::spawn(send(addr, "GET", "/health", None, &[]));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the third connection waits while two are served");
+    drop(held.pop());
+    let reply = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("served once one closes").unwrap();
+    assert_eq!(reply.status, 200);
 }

@@ -66,8 +66,13 @@ sub_agents:
 
     assert_eq!(send(addr, "GET", "/list-apps", None, &[]).await.json(), json!(["helper"]));
     let info = send(addr, "GET", "/apps/helper/app-info", None, &[]).await.json();
+    // As adk-python lists them: LlmAgents reached through LlmAgents (the workflow agents and what
+    // is under them are left out).
     let agents: Vec<&String> = info["agents"].as_object().unwrap().keys().collect();
-    assert_eq!(agents, ["again", "helper", "pipeline", "step"]);
+    assert_eq!(agents, ["helper"]);
+    assert_eq!(info["agents"]["helper"]["sub_agents"], json!([]));
+    assert_eq!(info["agents"]["helper"]["instruction"], "Be brief.");
+    assert_eq!(info["agents"]["helper"]["tools"][0]["functionDeclarations"][0]["name"], "lookup");
     assert_eq!(info["description"], "Helps.");
 
     send(addr, "POST", "/apps/helper/users/u/sessions", Some(r#"{"sessionId": "s1"}"#), &[]).await;
