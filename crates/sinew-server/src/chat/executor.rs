@@ -150,7 +150,8 @@ impl AgentExecutor {
                 ExecuteResult { run_id: run.id, status: RunStatus::Failed, text, error: Some(error) }
             }
         };
-        let output = (result.status == RunStatus::Completed).then_some(result.text.as_str());
+        // What was said before a failure is kept with the run.
+        let output = (result.status == RunStatus::Completed || !result.text.is_empty()).then_some(result.text.as_str());
         self.store.finish_run(run.id, result.status, output, result.error.as_deref()).await?;
         Ok(result)
     }
@@ -189,6 +190,21 @@ impl AgentExecutor {
                 Ok(event) => event,
                 Err(error) => return Err((text, error.to_string())),
             };
+            if let Some(asked) = event.function_calls().find(|c| c.name() == sinew_adk::REQUEST_CONFIRMATION) {
+                let tool = asked
+                    .args
+                    .as_ref()
+                    .and_then(|a| a.get("originalFunctionCall"))
+                    .and_then(|c| c["name"].as_str())
+                    .unwrap_or("a tool")
+                    .to_owned();
+                return Err((
+                    text,
+                    format!(
+                        "`{tool}` asks for a confirmation, which a chat conversation cannot give: serve it as an ADK app"
+                    ),
+                ));
+            }
             let Some(content) = event.content.as_ref().filter(|_| &*event.author != "user") else { continue };
             let fragment = content.text();
             if event.is_partial() {
@@ -356,7 +372,9 @@ impl Plugin for ToolCalls {
         ctx: &ToolContext,
         response: &Map<String, Value>,
     ) -> Option<Map<String, Value>> {
-        self.end(tool.name(), ctx, Some(Value::Object(response.clone())), None).await;
+        // ADK's convention: a response with `error` is a failure (a refused confirmation, say).
+        let error = response.get("error").map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
+        self.end(tool.name(), ctx, Some(Value::Object(response.clone())), error).await;
         None
     }
 

@@ -46,6 +46,13 @@ pub const DEFAULT_HISTORY_LIMIT: usize = 10;
 /// Frames a stream holds before the run waits for its reader.
 const FRAME_BUFFER: usize = 64;
 
+/// How long a frame waits for a reader, unless configured.
+pub const DEFAULT_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A tool result larger than this (as JSON) is cut in its `mcp_tool` frame; the run's record
+/// keeps it whole.
+const MAX_RESULT_FRAME: usize = 64 * 1024;
+
 /// A conversation's title, when the request gives none: the message's start.
 const TITLE_CHARS: usize = 60;
 
@@ -59,6 +66,7 @@ pub struct ChatApi {
     history_limit: usize,
     /// Conversations with a turn under way in this process.
     busy: Arc<std::sync::Mutex<std::collections::HashSet<Uuid>>>,
+    send_timeout: std::time::Duration,
 }
 
 /// A conversation's turn under way; the conversation is free again when it is dropped.
@@ -116,6 +124,7 @@ impl ChatApi {
             plain_model: None,
             history_limit: DEFAULT_HISTORY_LIMIT,
             busy: Arc::default(),
+            send_timeout: DEFAULT_SEND_TIMEOUT,
         }
     }
 
@@ -130,6 +139,14 @@ impl ChatApi {
     #[must_use]
     pub fn history_limit(mut self, messages: usize) -> Self {
         self.history_limit = messages;
+        self
+    }
+
+    /// How long a frame waits for a client that does not read (30 s unless set); after that
+    /// the client gets no more frames, and the turn goes on to its end.
+    #[must_use]
+    pub fn send_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.send_timeout = timeout;
         self
     }
 
@@ -179,7 +196,10 @@ impl ChatApi {
                 let deleted = self.store.delete_definition(id(raw).unwrap_or_default()).await;
                 deleted.map(|found| if found { ok(Value::Null) } else { not_found("agent definition", raw) })
             }
-            (&Method::GET, ["api", "conversations"]) => self.store.conversations().await.map(ok),
+            (&Method::GET, ["api", "conversations"]) => match list_limit(parts.uri.query()) {
+                Ok(limit) => self.store.conversations(limit).await.map(ok),
+                Err(error) => Ok(error_response(&error)),
+            },
             (_, ["api", "conversations", raw]) if id(raw).is_none() => Ok(not_found("conversation", raw)),
             (&Method::GET, ["api", "conversations", raw]) => self.conversation(id(raw).unwrap_or_default(), raw).await,
             (&Method::DELETE, ["api", "conversations", raw]) => {
@@ -261,14 +281,27 @@ impl ChatApi {
                 ),
             ));
         };
-        let user_message = self.store.add_message(conversation.id, "user", &request.message, None).await?;
         let (frames, receiver) = mpsc::channel::<Bytes>(FRAME_BUFFER);
+        let frames = Frames::new(frames, self.send_timeout);
+        let (stored, accepted) = tokio::sync::oneshot::channel();
         let api = self.clone();
-        // The answer is worked out to its end and stored even when the client goes away.
+        // From here the turn runs in a task of its own: a client that goes away, even before the
+        // stream starts, does not leave a message stored and unanswered, and the answer is worked
+        // out to its end and stored.
         tokio::spawn(async move {
-            api.answer(conversation, user_message, Frames(frames)).await;
+            let message = api.store.add_message(conversation.id, "user", &request.message, None).await;
+            match message {
+                Ok(user_message) => {
+                    let _ = stored.send(Ok(()));
+                    api.answer(conversation, user_message, frames).await;
+                }
+                Err(error) => {
+                    let _ = stored.send(Err(error));
+                }
+            }
             drop(busy);
         });
+        accepted.await.map_err(|e| ChatError::store("storing the message", e))??;
         let stream = futures::stream::unfold(receiver, |mut receiver| async move {
             receiver.recv().await.map(|frame| (frame, receiver))
         });
@@ -398,12 +431,28 @@ async fn plain_failure(conversation: &ChatConversation, frames: &Frames, error: 
     json!({"type": "done", "conversationId": conversation.id})
 }
 
-/// The frames of one stream; a client that went away misses the rest.
-struct Frames(mpsc::Sender<Bytes>);
+/// The frames of one stream. A client that went away, or stopped reading for the send timeout,
+/// misses the rest: the turn goes on without it.
+struct Frames {
+    sender: mpsc::Sender<Bytes>,
+    timeout: std::time::Duration,
+    gone: std::sync::atomic::AtomicBool,
+}
 
 impl Frames {
+    fn new(sender: mpsc::Sender<Bytes>, timeout: std::time::Duration) -> Self {
+        Frames { sender, timeout, gone: std::sync::atomic::AtomicBool::new(false) }
+    }
+
     async fn send(&self, value: Value) {
-        let _ = self.0.send(frame(&value)).await;
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.gone.load(Relaxed) {
+            return;
+        }
+        let sent = tokio::time::timeout(self.timeout, self.sender.send(frame(&value))).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            self.gone.store(true, Relaxed);
+        }
     }
 }
 
@@ -419,12 +468,35 @@ fn frame_of(event: StreamEvent) -> Value {
             json!({"type": "mcp_tool", "tool": tool, "status": "started", "callId": call_id, "input": input})
         }
         StreamEvent::ToolCallEnd { call_id, tool, output, error: None } => {
-            json!({"type": "mcp_tool", "tool": tool, "status": "completed", "callId": call_id, "result": output})
+            let text = output.as_ref().map(Value::to_string).unwrap_or_default();
+            if text.len() > MAX_RESULT_FRAME {
+                let cut = text.char_indices().take_while(|(i, _)| *i < MAX_RESULT_FRAME).last().map_or(0, |(i, _)| i);
+                let preview = &text[..cut];
+                json!({"type": "mcp_tool", "tool": tool, "status": "completed", "callId": call_id,
+                       "result": preview, "truncated": true})
+            } else {
+                json!({"type": "mcp_tool", "tool": tool, "status": "completed", "callId": call_id, "result": output})
+            }
         }
         StreamEvent::ToolCallEnd { call_id, tool, error: Some(error), .. } => {
             json!({"type": "mcp_tool", "tool": tool, "status": "error", "callId": call_id, "error": error})
         }
         StreamEvent::Error { error } => json!({"type": "error", "error": error}),
+    }
+}
+
+/// Conversations listed unless `?limit=` says otherwise, and the most it may say.
+const DEFAULT_LIST_LIMIT: usize = 100;
+const MAX_LIST_LIMIT: usize = 1000;
+
+/// `?limit=N` (1 to 1,000; 100 when absent).
+fn list_limit(query: Option<&str>) -> ChatResult<usize> {
+    let Some(value) = query.unwrap_or_default().split('&').find_map(|pair| pair.strip_prefix("limit=")) else {
+        return Ok(DEFAULT_LIST_LIMIT);
+    };
+    match value.parse::<usize>() {
+        Ok(limit) if (1..=MAX_LIST_LIMIT).contains(&limit) => Ok(limit),
+        _ => Err(ChatError::Invalid(format!("limit is a number from 1 to {MAX_LIST_LIMIT}"))),
     }
 }
 

@@ -111,7 +111,7 @@ async fn migrate_pool(pool: &Pool, schema: &str, version: Option<i32>) -> ChatRe
     client.batch_execute(&format!("SET lock_timeout = '{}s'", WAIT.as_secs())).await.map_err(&error)?;
     client.execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK]).await.map_err(&error)?;
     let migrated = async {
-        client.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}")).await.map_err(&error)?;
+        client.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"")).await.map_err(&error)?;
         let mut runner = migrations::postgres();
         if let Some(version) = version {
             runner = runner.set_target(refinery::Target::Version(version));
@@ -122,7 +122,9 @@ async fn migrate_pool(pool: &Pool, schema: &str, version: Option<i32>) -> ChatRe
     }
     .await;
     let unlocked = client.execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK]).await.map_err(&error);
-    migrated.and(unlocked.map(drop))
+    // The connection goes back to the pool as it came.
+    let reset = client.batch_execute("RESET lock_timeout").await.map_err(&error);
+    migrated.and(unlocked.map(drop)).and(reset)
 }
 
 fn names(value: Value) -> ChatResult<Vec<String>> {
@@ -309,11 +311,15 @@ impl ChatStore for PostgresChatStore {
         row.as_ref().map(conversation_row).transpose()
     }
 
-    async fn conversations(&self) -> ChatResult<Vec<ChatConversation>> {
+    async fn conversations(&self, limit: usize) -> ChatResult<Vec<ChatConversation>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self
             .client()
             .await?
-            .query(&format!("SELECT {CONVERSATION_COLUMNS} FROM chat_conversations ORDER BY updated_at DESC, id"), &[])
+            .query(
+                &format!("SELECT {CONVERSATION_COLUMNS} FROM chat_conversations ORDER BY updated_at DESC, id LIMIT $1"),
+                &[&limit],
+            )
             .await
             .map_err(db("reading conversations"))?;
         rows.iter().map(conversation_row).collect()

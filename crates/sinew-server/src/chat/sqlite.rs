@@ -355,8 +355,10 @@ impl ChatStore for SqliteChatStore {
         self.one(sql, id, conversation_row, "reading a conversation").await
     }
 
-    async fn conversations(&self) -> ChatResult<Vec<ChatConversation>> {
-        let sql = format!("SELECT {CONVERSATION_COLUMNS} FROM chat_conversations ORDER BY updated_at DESC, id");
+    async fn conversations(&self, limit: usize) -> ChatResult<Vec<ChatConversation>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let sql =
+            format!("SELECT {CONVERSATION_COLUMNS} FROM chat_conversations ORDER BY updated_at DESC, id LIMIT {limit}");
         self.all(sql, None, conversation_row, "reading conversations").await
     }
 

@@ -195,7 +195,7 @@ pub struct AgentRun {
     pub status: RunStatus,
     /// The user's message.
     pub input: String,
-    /// The answer, once completed.
+    /// The answer, once completed (what was said before a failure, when it failed).
     pub output: Option<String>,
     pub error: Option<String>,
     pub started_at: DateTime<Utc>,
@@ -263,8 +263,8 @@ pub trait ChatStore: Send + Sync + std::fmt::Debug {
     async fn create_conversation(&self, title: &str, agent_definition_id: Option<Uuid>)
     -> ChatResult<ChatConversation>;
     async fn conversation(&self, id: Uuid) -> ChatResult<Option<ChatConversation>>;
-    /// Every conversation, most recently updated first.
-    async fn conversations(&self) -> ChatResult<Vec<ChatConversation>>;
+    /// The `limit` most recently updated conversations, most recent first.
+    async fn conversations(&self, limit: usize) -> ChatResult<Vec<ChatConversation>>;
     /// Deletes the conversation and its messages (`false` when it was not there); its runs stay.
     async fn delete_conversation(&self, id: Uuid) -> ChatResult<bool>;
 

@@ -153,7 +153,10 @@ async function loadConversations() {
       const li = element("li", currentKey() === item.key ? "current" : "", item.label);
       li.dataset.key = item.key;
       li.title = item.label;
-      li.addEventListener("click", () => item.open());
+      li.addEventListener("click", () => {
+        // A message being answered keeps its conversation open.
+        if (!busy) item.open().catch((error) => status(error.message));
+      });
       return li;
     }),
   );
@@ -177,8 +180,11 @@ function newConversation() {
   remember();
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 async function openChat(conversation) {
-  const full = await json("/api/conversations/" + conversation.id);
+  if (!UUID.test(conversation.id)) throw new Error("not a conversation: " + conversation.id);
+  const full = await json("/api/conversations/" + encodeURIComponent(conversation.id));
   current = { kind: "chat", target: full.agentDefinitionId ? "def:" + full.agentDefinitionId : "plain:", conversationId: full.id };
   $("title").textContent = full.title;
   $("messages").replaceChildren();
@@ -308,7 +314,7 @@ async function runAdk(message) {
 async function guarded(work) {
   if (busy) return;
   busy = true;
-  $("send").disabled = true;
+  for (const id of ["send", "target", "new"]) $(id).disabled = true;
   status("");
   try {
     await work();
@@ -316,7 +322,7 @@ async function guarded(work) {
     status(error.message);
   } finally {
     busy = false;
-    $("send").disabled = false;
+    for (const id of ["send", "target", "new"]) $(id).disabled = false;
     await loadConversations();
   }
 }

@@ -14,6 +14,10 @@ use sinew_server::{AdkApi, ChatApi, Routes, ServerConfig, SqliteChatStore, serve
 
 use crate::chat::Models;
 
+/// A model's answer that would run script if the page took it as HTML.
+const HOSTILE: &str =
+    r#"<img src=x onerror="document.body.dataset.pwned='yes'"><script>document.body.dataset.pwned='yes'</script>"#;
+
 /// How long the page may take for anything it is waited for.
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -99,6 +103,7 @@ async fn page_server(dir: &std::path::Path) -> SocketAddr {
     let chat_model = ScriptedLlm::new([
         ScriptedAnswer::call("echo", json!({"text": "hi"})),
         ScriptedAnswer::streamed(&["Echo ", "said ", "hi."]),
+        ScriptedAnswer::text(HOSTILE),
     ]);
     let models = Models::default().with("mock/chat", chat_model).with("plain", ScriptedLlm::texts(["Plain."]));
     let store = Arc::new(SqliteChatStore::open(dir.join("chat.db")).unwrap());
@@ -144,6 +149,18 @@ async fn the_chat_page_in_a_browser() {
     );
     assert_eq!(texts(&client, ".message.user").await, ["Echo hi"]);
     until(&client, "location.hash.startsWith('#chat/')").await;
+
+    // What a model says is text, never markup.
+    say(&client, "Say something hostile").await;
+    until(
+        &client,
+        "document.querySelectorAll('.message.assistant').length === 2 && !document.getElementById('send').disabled",
+    )
+    .await;
+    let answers = texts(&client, ".message.assistant").await;
+    assert_eq!(answers[1], HOSTILE);
+    let injected = client.execute("return [document.querySelectorAll('#messages img, #messages script').length, document.body.dataset.pwned || null];", vec![]).await.unwrap();
+    assert_eq!(injected, json!([0, null]));
     let chat_hash: String = client.execute("return location.hash;", vec![]).await.unwrap().as_str().unwrap().into();
 
     // An ADK app asks for a confirmation; approving it runs the tool.
@@ -168,7 +185,7 @@ async fn the_chat_page_in_a_browser() {
     let listed = texts(&client, "#conversations li").await;
     assert!(listed.iter().any(|t| t == "Echo hi"), "{listed:?}");
     assert!(listed.iter().any(|t| t.starts_with("demo_agent · ")), "{listed:?}");
-    assert_eq!(texts(&client, ".message").await, ["Echo hi", "Echo said hi."]);
+    assert_eq!(texts(&client, ".message").await, ["Echo hi", "Echo said hi.", "Say something hostile", HOSTILE]);
 
     let artifact = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("chat-page.png");
     std::fs::write(&artifact, &screenshot).unwrap();

@@ -60,6 +60,7 @@ impl Models {
             .tool(Arc::new(echo_tool()))
             .tool(Arc::new(failing_tool()))
             .tool(Arc::new(slow_tool()))
+            .tool(Arc::new(big_tool()))
     }
 }
 
@@ -217,7 +218,7 @@ async fn invalid_agent_definition_id() {
     let reply = chat.stream(json!({"message": "Hello", "agentDefinitionId": missing})).await;
     assert_eq!(reply.status, 400);
     assert_eq!(reply.json()["detail"], format!("agent definition not found: {missing}"));
-    assert!(chat.store.conversations().await.unwrap().is_empty(), "no conversation is created");
+    assert!(chat.store.conversations(100).await.unwrap().is_empty(), "no conversation is created");
 }
 
 // --- Requirement: Agent executor streaming callback -----------------------------------------------
@@ -362,15 +363,16 @@ async fn direct_llm_flow_unchanged() {
 
 // --- Requirement: SSE event streaming for tool calls ----------------------------------------------
 
-async fn tool_frames(model: ScriptedLlm, tools: &[&str]) -> Vec<Value> {
+async fn tool_frames(model: ScriptedLlm, tools: &[&str]) -> (Chat, Vec<Value>) {
     let chat = chat(Models::default().with("mock/a", model), |api| api).await;
     let definition = chat.define(json!({"name": "Helper", "model": "mock/a", "tools": tools})).await;
-    chat.turn(json!({"message": "Go", "agentDefinitionId": definition["id"]})).await
+    let frames = chat.turn(json!({"message": "Go", "agentDefinitionId": definition["id"]})).await;
+    (chat, frames)
 }
 
 #[tokio::test]
 async fn tool_call_started_event() {
-    let frames = tool_frames(echoing_model(), &["echo"]).await;
+    let (_chat, frames) = tool_frames(echoing_model(), &["echo"]).await;
     let started = of_type(&frames, "mcp_tool")[0];
     assert_eq!((&started["tool"], &started["status"]), (&json!("echo"), &json!("started")));
     assert_eq!(started["input"], json!({"text": "hi"}));
@@ -378,7 +380,7 @@ async fn tool_call_started_event() {
 
 #[tokio::test]
 async fn tool_call_completed_event() {
-    let frames = tool_frames(echoing_model(), &["echo"]).await;
+    let (_chat, frames) = tool_frames(echoing_model(), &["echo"]).await;
     let completed = of_type(&frames, "mcp_tool")[1];
     assert_eq!((&completed["tool"], &completed["status"]), (&json!("echo"), &json!("completed")));
     assert_eq!(completed["result"], json!({"echo": "hi"}));
@@ -388,12 +390,18 @@ async fn tool_call_completed_event() {
 #[tokio::test]
 async fn tool_call_error_event() {
     let model = ScriptedLlm::new([ScriptedAnswer::call("lookup", json!({})), ScriptedAnswer::text("Lookup is down.")]);
-    let frames = tool_frames(model, &["lookup"]).await;
+    let (chat, frames) = tool_frames(model, &["lookup"]).await;
     let tools = of_type(&frames, "mcp_tool");
     assert_eq!(tools[1]["status"], "error");
     assert_eq!(tools[1]["error"], "the index is offline");
     // Non-fatal: the agent went on and answered.
     assert_eq!(tokens(&frames), "Lookup is down.");
+    let trace = chat.store.run(uuid(&frames.last().unwrap()["agentRunId"])).await.unwrap().unwrap();
+    assert_eq!(
+        (trace.tool_calls[0].status.as_str(), trace.tool_calls[0].error.as_deref()),
+        ("error", Some("the index is offline"))
+    );
+    assert_eq!(trace.run.status, RunStatus::Completed);
     assert!(of_type(&frames, "error").is_empty());
     assert!(frames.last().unwrap().get("messageId").is_some());
 }
@@ -609,7 +617,7 @@ async fn bad_requests_are_clear_and_store_nothing() {
     );
     let big = json!({"message": "x".repeat(70 * 1024)}).to_string();
     assert_eq!(send(addr, "POST", "/api/chat/stream", Some(&big), &[]).await.status, 413);
-    assert!(chat.store.conversations().await.unwrap().is_empty());
+    assert!(chat.store.conversations(100).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -627,7 +635,7 @@ async fn without_a_plain_model_plain_conversations_are_refused() {
         )
         .await;
     assert_eq!(reply.status(), 400);
-    assert!(store.conversations().await.unwrap().is_empty());
+    assert!(store.conversations(100).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -651,12 +659,12 @@ async fn a_client_that_goes_away_loses_nothing() {
         seen.extend_from_slice(&chunk[..read]);
     }
     drop(stream);
-    let conversations = chat.store.conversations().await.unwrap();
+    let conversations = chat.store.conversations(100).await.unwrap();
     assert_eq!(chat.store.messages(conversations[0].id).await.unwrap().len(), 1, "the answer is still under way");
     // The answer is still worked out and stored.
     let conversation = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
-            if let Some(c) = chat.store.conversations().await.unwrap().first().cloned()
+            if let Some(c) = chat.store.conversations(100).await.unwrap().first().cloned()
                 && chat.store.messages(c.id).await.unwrap().len() == 2
             {
                 return c;
@@ -727,4 +735,99 @@ async fn a_second_message_while_the_first_is_answered_is_a_409() {
     let contents: Vec<String> = chat.store.messages(uuid(&id)).await.unwrap().into_iter().map(|m| m.content).collect();
     assert_eq!(contents, ["Hi", "First.", "Wait", "Waited."]);
     assert_eq!(tokens(&chat.turn(json!({"message": "Again", "conversationId": id})).await), "Third.");
+}
+
+/// A tool whose output is large.
+fn big_tool() -> FunctionTool {
+    FunctionTool::new("dump", "Dumps a lot.", json!({"type": "object"}), |_, _| async move {
+        Ok(json!({"data": "x".repeat(100 * 1024)}))
+    })
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_does_not_stall_the_turn() {
+    // 200 calls at once, each result cut to 64 KiB in its frame: more than the frame buffer and
+    // the socket's buffers hold.
+    let calls = ScriptedAnswer::calls((0..200).map(|_| ("dump".to_owned(), json!({}))));
+    let models = Models::default().with("mock/a", ScriptedLlm::new([calls, ScriptedAnswer::text("Dumped.")]));
+    let chat = chat(models, |api| api.send_timeout(Duration::from_millis(200))).await;
+    let (addr, store) = (chat.addr, chat.store.clone());
+    let definition = chat.define(json!({"name": "D", "model": "mock/a", "tools": ["dump"]})).await;
+    let body = json!({"message": "Dump", "agentDefinitionId": definition["id"]}).to_string();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /api/chat/stream HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // The connection stays open and is never read: the turn still ends and is stored.
+    let stored = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(c) = store.conversations(1).await.unwrap().first().cloned() {
+                let messages = store.messages(c.id).await.unwrap();
+                if messages.len() == 2 {
+                    return messages;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the turn ends although its client does not read");
+    assert_eq!(stored[1].content, "Dumped.");
+    drop(stream);
+}
+
+#[tokio::test]
+async fn large_tool_results_are_cut_in_frames_and_kept_whole_in_the_run() {
+    let model = ScriptedLlm::new([ScriptedAnswer::call("dump", json!({})), ScriptedAnswer::text("Done.")]);
+    let chat = chat(Models::default().with("mock/a", model), |api| api).await;
+    let definition = chat.define(json!({"name": "D", "model": "mock/a", "tools": ["dump"]})).await;
+    let reply = chat.stream(json!({"message": "Dump", "agentDefinitionId": definition["id"]})).await;
+    let frames = reply.frames();
+    let completed = of_type(&frames, "mcp_tool").into_iter().find(|f| f["status"] == "completed").unwrap().clone();
+    assert_eq!(completed["truncated"], true);
+    assert!(completed["result"].as_str().unwrap().len() <= 64 * 1024);
+    let trace = chat.store.run(uuid(&frames.last().unwrap()["agentRunId"])).await.unwrap().unwrap();
+    assert_eq!(trace.tool_calls[0].output.as_ref().unwrap()["data"].as_str().unwrap().len(), 100 * 1024);
+}
+
+#[tokio::test]
+async fn a_tool_that_asks_for_a_confirmation_fails_the_turn_clearly() {
+    let cautious =
+        FunctionTool::new(
+            "wipe",
+            "Wipes.",
+            json!({"type": "object"}),
+            |_, _| async move { Ok(json!({"wiped": true})) },
+        )
+        .require_confirmation();
+    let model = ScriptedLlm::new([ScriptedAnswer::call("wipe", json!({}))]);
+    let models = Models::default().with("mock/a", model);
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn ChatStore> = Arc::new(SqliteChatStore::open(dir.path().join("chat.db")).unwrap());
+    let executor = AgentExecutor::new(store.clone(), Arc::new(models.registry().tool(Arc::new(cautious))));
+    let definition = store.create_definition(&AgentDefinitionSpec::new("W", "mock/a").tool("wipe")).await.unwrap();
+    let (result, events) = execute_streaming(&executor, ExecuteRequest::new(definition, "Wipe")).await;
+    assert_eq!(result.status, RunStatus::Failed);
+    assert!(result.error.as_deref().unwrap().contains("`wipe` asks for a confirmation"), "{result:?}");
+    // The call is reported as not run.
+    let ends: Vec<&StreamEvent> = events.iter().filter(|e| matches!(e, StreamEvent::ToolCallEnd { .. })).collect();
+    assert!(matches!(ends[0], StreamEvent::ToolCallEnd { error: Some(_), .. }), "{events:#?}");
+    assert!(matches!(events.last(), Some(StreamEvent::Error { .. })));
+}
+
+#[tokio::test]
+async fn conversations_are_listed_newest_first_within_a_limit() {
+    let chat = chat(Models::default().with("plain", ScriptedLlm::texts(["1", "2", "3"])), |api| api).await;
+    for message in ["a", "b", "c"] {
+        chat.turn(json!({"message": message})).await;
+    }
+    let two = send(chat.addr, "GET", "/api/conversations?limit=2", None, &[]).await.json();
+    let titles: Vec<&str> = two.as_array().unwrap().iter().map(|c| c["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["c", "b"]);
+    for bad in ["0", "1001", "x"] {
+        let reply = send(chat.addr, "GET", &format!("/api/conversations?limit={bad}"), None, &[]).await;
+        assert_eq!(reply.status, 400, "{bad}");
+    }
 }

@@ -29,7 +29,7 @@ async fn suite(store: &dyn ChatStore) {
     let missing = Uuid::new_v4();
     let refused = store.create_conversation("x", Some(missing)).await.unwrap_err();
     assert!(matches!(refused, ChatError::UnknownAgentDefinition(id) if id == missing), "{refused}");
-    assert!(store.conversations().await.unwrap().is_empty());
+    assert!(store.conversations(100).await.unwrap().is_empty());
     let plain = store.create_conversation("Plain", None).await.unwrap();
     let backed = store.create_conversation("Backed", Some(definition.id)).await.unwrap();
     assert_eq!(store.conversation(backed.id).await.unwrap(), Some(backed.clone()));
@@ -51,7 +51,8 @@ async fn suite(store: &dyn ChatStore) {
     assert!(store.messages_before(backed.id, ids[0], 10).await.unwrap().is_empty());
     assert!(store.add_message(Uuid::new_v4(), "user", "lost?", None).await.is_err());
     // The conversation touched last comes first.
-    assert_eq!(store.conversations().await.unwrap().iter().map(|c| c.id).collect::<Vec<_>>(), [backed.id, plain.id]);
+    assert_eq!(store.conversations(100).await.unwrap().iter().map(|c| c.id).collect::<Vec<_>>(), [backed.id, plain.id]);
+    assert_eq!(store.conversations(1).await.unwrap().iter().map(|c| c.id).collect::<Vec<_>>(), [backed.id]);
 
     // Runs.
     let run = AgentRun {
@@ -182,8 +183,8 @@ async fn existing_conversations_unaffected() {
     let path = dir.path().join("chat.db");
     let [old, _] = sqlite_before_the_agent_column(&path);
     let store = Arc::new(SqliteChatStore::open(&path).unwrap());
-    assert_eq!(store.conversations().await.unwrap().len(), 2);
-    assert!(store.conversations().await.unwrap().iter().all(|c| c.agent_definition_id.is_none()));
+    assert_eq!(store.conversations(100).await.unwrap().len(), 2);
+    assert!(store.conversations(100).await.unwrap().iter().all(|c| c.agent_definition_id.is_none()));
     // They go on as plain conversations: the model answers directly, with their history.
     let chat =
         start_chat(store.clone(), Models::default().with("plain", ScriptedLlm::texts(["Still here."])), |api| api)
