@@ -45,9 +45,15 @@ impl Replay {
     }
 }
 
+/// Invocations whose progress is kept: one that never ended (its client went away, so neither
+/// `after_run` nor `on_run_error` came) is forgotten, oldest first, beyond this many.
+const MAX_INVOCATIONS: usize = 1024;
+
 /// What one invocation has replayed so far, per agent.
 #[derive(Debug, Default)]
 struct Progress {
+    /// When it was first seen (a sequence number), for forgetting the oldest.
+    seen: u64,
     model_calls: HashMap<String, usize>,
     tool_calls: HashMap<String, usize>,
     /// Recorded responses for calls that passed the check, by call id, given back after the tool ran.
@@ -63,8 +69,35 @@ struct Progress {
 pub struct ReplayPlugin {
     root: PathBuf,
     recordings: Mutex<HashMap<PathBuf, Arc<Vec<Value>>>>,
-    /// By invocation id and user message index.
-    progress: Mutex<HashMap<(String, i64), Progress>>,
+    /// By invocation id and user message index; at most [`MAX_INVOCATIONS`] entries.
+    progress: Mutex<Invocations>,
+}
+
+/// The progress of the invocations under way.
+#[derive(Debug, Default)]
+struct Invocations {
+    by_key: HashMap<(String, i64), Progress>,
+    next: u64,
+}
+
+impl Invocations {
+    /// The progress of `key`, made when new; the oldest entry goes when there are too many.
+    fn entry(&mut self, key: (String, i64)) -> &mut Progress {
+        if !self.by_key.contains_key(&key) {
+            if self.by_key.len() >= MAX_INVOCATIONS
+                && let Some(oldest) = self.by_key.iter().min_by_key(|(_, p)| p.seen).map(|(k, _)| k.clone())
+            {
+                self.by_key.remove(&oldest);
+            }
+            self.next += 1;
+            self.by_key.insert(key.clone(), Progress { seen: self.next, ..Progress::default() });
+        }
+        self.by_key.entry(key).or_default()
+    }
+
+    fn forget(&mut self, invocation: &str) {
+        self.by_key.retain(|(id, _), _| id != invocation);
+    }
 }
 
 impl ReplayPlugin {
@@ -108,7 +141,7 @@ impl ReplayPlugin {
             })
             .collect();
         let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        let progress = progress.entry((invocation.to_owned(), replay.user_message_index)).or_default();
+        let progress = progress.entry((invocation.to_owned(), replay.user_message_index));
         let counter = if kind == "llm_recording" { &mut progress.model_calls } else { &mut progress.tool_calls };
         let index = counter.entry(agent.to_owned()).or_insert(0);
         let found = mine.get(*index).map(|r| r[kind].clone()).ok_or_else(|| {
@@ -126,7 +159,7 @@ impl ReplayPlugin {
 
     fn with_progress<T>(&self, key: (String, i64), f: impl FnOnce(&mut Progress) -> T) -> T {
         let mut progress = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-        f(progress.entry(key).or_default())
+        f(progress.entry(key))
     }
 }
 
@@ -284,8 +317,11 @@ impl Plugin for ReplayPlugin {
     }
 
     async fn after_run(&self, ctx: &InvocationContext) {
-        let invocation = ctx.invocation_id().to_owned();
-        self.progress.lock().unwrap_or_else(PoisonError::into_inner).retain(|(id, _), _| *id != invocation);
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner).forget(ctx.invocation_id());
+    }
+
+    async fn on_run_error(&self, ctx: &InvocationContext, _error: &sinew_adk::Error) {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner).forget(ctx.invocation_id());
     }
 }
 
@@ -296,3 +332,25 @@ fn mismatch(error: String) -> Map<String, Value> {
 }
 
 pub use sinew_adk::testing::conformance_demo_agent as demo_agent;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invocations_that_never_end_are_forgotten_oldest_first() {
+        let mut invocations = Invocations::default();
+        for i in 0..MAX_INVOCATIONS + 10 {
+            *invocations.entry((format!("e-{i}"), 0)).model_calls.entry("a".into()).or_default() += 1;
+        }
+        assert_eq!(invocations.by_key.len(), MAX_INVOCATIONS);
+        assert!(!invocations.by_key.contains_key(&("e-0".to_owned(), 0)), "the oldest went");
+        let newest = (format!("e-{}", MAX_INVOCATIONS + 9), 0);
+        assert_eq!(invocations.by_key[&newest].model_calls["a"], 1);
+        // A known invocation keeps its progress.
+        *invocations.entry(newest.clone()).model_calls.get_mut("a").unwrap() += 1;
+        assert_eq!(invocations.by_key[&newest].model_calls["a"], 2);
+        invocations.forget(&newest.0);
+        assert_eq!(invocations.by_key.len(), MAX_INVOCATIONS - 1);
+    }
+}

@@ -114,3 +114,69 @@ async fn recordings_outside_the_root_are_refused() {
     let error = frames.last().unwrap()["error"].as_str().unwrap().to_owned();
     assert!(error.contains("is not under the replay root"), "{error}");
 }
+
+/// The confirmation case's first message, against recordings whose first tool call is changed by
+/// `change`: the function response the run gives for `delete_file`.
+async fn replayed_tool_response(change: impl Fn(&str) -> String) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded =
+        std::fs::read_to_string(PathBuf::from(case("tool/demo_confirm_001")).join("generated-recordings.yaml"))
+            .unwrap();
+    std::fs::write(dir.path().join("generated-recordings.yaml"), change(&recorded)).unwrap();
+    let api = AdkApi::new(Arc::new(InMemorySessionService::new()))
+        .plugin(Arc::new(ReplayPlugin::new(dir.path())))
+        .app("demo_agent", Arc::new(demo_agent(silent()).unwrap()))
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, api, ServerConfig::default(), std::future::pending()));
+    let session = send(addr, "POST", "/apps/demo_agent/users/u/sessions", None, &[]).await.json();
+    let body = json!({
+        "appName": "demo_agent", "userId": "u", "sessionId": session["id"],
+        "newMessage": {"role": "user", "parts": [{"text": "please delete it"}]},
+        "stateDelta": {"_adk_replay_config": {"dir": dir.path(), "user_message_index": 0, "streaming_mode": "none"}},
+    });
+    let frames = send(addr, "POST", "/run_sse", Some(&body.to_string()), &[]).await.frames();
+    frames
+        .iter()
+        .flat_map(|f| f["content"]["parts"].as_array().cloned().unwrap_or_default())
+        .find_map(|p| {
+            (p["functionResponse"]["name"] == "delete_file").then(|| p["functionResponse"]["response"].clone())
+        })
+        .unwrap_or_else(|| panic!("no delete_file response: {frames:#?}"))
+}
+
+/// The recorded tool call of the first message: the first `tool_call:` block's `path` and `name`.
+fn first_tool_call(recorded: &str, path: &str, name: &str) -> String {
+    let at = recorded.find("tool_recording:").unwrap();
+    let (head, tail) = recorded.split_at(at);
+    let tail = tail.replacen("path: /tmp/x", &format!("path: {path}"), 1).replacen(
+        "name: delete_file",
+        &format!("name: {name}"),
+        1,
+    );
+    format!("{head}{tail}")
+}
+
+/// A tool call that differs from the recorded one is not answered with the recording: its
+/// response says where it differs, as adk-python's plugin words it.
+#[tokio::test]
+async fn tool_calls_that_differ_from_the_recording_are_refused() {
+    let unchanged = replayed_tool_response(|r| first_tool_call(r, "/tmp/x", "delete_file")).await;
+    assert_eq!(unchanged["error"], "This tool call requires confirmation, please approve or reject.");
+
+    let args = replayed_tool_response(|r| first_tool_call(r, "/tmp/elsewhere", "delete_file")).await;
+    let error = args["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("ReplayVerificationError: Tool args mismatch for agent 'demo_agent' at index 0"),
+        "{error}"
+    );
+    assert!(error.contains("/tmp/elsewhere") && error.contains("/tmp/x"), "{error}");
+
+    let name = replayed_tool_response(|r| first_tool_call(r, "/tmp/x", "get_weather")).await;
+    let error = name["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("ReplayVerificationError: Tool name mismatch for agent 'demo_agent' at index 0"),
+        "{error}"
+    );
+}
