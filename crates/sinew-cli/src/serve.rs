@@ -49,6 +49,10 @@ pub(crate) struct ServeArgs {
     /// command line is visible to every user of the machine).
     #[arg(long, env = "SINEW_SERVER_TOKEN", value_name = "TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Lets web pages of this origin (`https://app.example`, or `*`) call the server (CORS);
+    /// repeatable. Off unless given.
+    #[arg(long = "allow_origins", alias = "allow-origins", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
     /// The directory the file tools are confined to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
@@ -124,6 +128,9 @@ pub(crate) async fn run(args: ServeArgs, config: &Config) -> Result<()> {
     let mut server = ServerConfig::default();
     if let Some(token) = args.token {
         server = server.bearer_token(token);
+    }
+    for origin in args.allow_origins {
+        server = server.allow_origin(origin);
     }
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
         .await

@@ -14,6 +14,11 @@ use serde_json::json;
 /// The body of every response: whole, or a stream of server-sent events.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
+/// An empty body.
+pub(crate) fn empty_body() -> Body {
+    full(Bytes::new())
+}
+
 fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
 }

@@ -43,6 +43,9 @@ pub struct ServerConfig {
     pub body_timeout: Duration,
     /// Connections served at once; more wait in the listener's backlog.
     pub max_connections: usize,
+    /// Web origins (`https://app.example`, or `*`) whose pages may call the APIs: CORS is off
+    /// unless this names some.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +56,7 @@ impl Default for ServerConfig {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -65,6 +69,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("header_timeout", &self.header_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("max_connections", &self.max_connections)
+            .field("allowed_origins", &self.allowed_origins)
             .finish()
     }
 }
@@ -96,6 +101,20 @@ impl ServerConfig {
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
         self
+    }
+
+    /// Lets pages of `origin` (`scheme://host[:port]`, or `*` for any) call the APIs: preflight
+    /// requests are answered and responses carry `Access-Control-Allow-Origin` (adk-python's
+    /// `--allow_origins`). A bearer token, when set, is still required.
+    #[must_use]
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into().trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// Whether pages of `origin` may call the APIs.
+    fn allows(&self, origin: &str) -> bool {
+        self.allowed_origins.iter().any(|allowed| allowed == "*" || allowed.eq_ignore_ascii_case(origin))
     }
 
     /// At most `connections` served at once (at least one).
@@ -246,8 +265,9 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 /// On a loopback listener, a request naming another host was sent here by rebound DNS, and one
-/// from another origin by a web page: both are refused (adk-python refuses them too).
-fn foreign(request: &Request<Incoming>) -> bool {
+/// from another origin by a web page: both are refused (adk-python refuses them too), but for
+/// the origins the configuration allows.
+fn foreign(request: &Request<Incoming>, config: &ServerConfig) -> bool {
     let hosts: Vec<&HeaderValue> = request.headers().get_all(header::HOST).iter().collect();
     if hosts.len() > 1
         || hosts.first().is_some_and(|h| h.to_str().map_or(true, |h| h.contains(',') || !is_loopback_host(h)))
@@ -257,14 +277,54 @@ fn foreign(request: &Request<Incoming>) -> bool {
     request.headers().get(header::ORIGIN).is_some_and(|origin| {
         let origin = origin.to_str().unwrap_or_default();
         let host = origin.split_once("://").map_or("", |(_, rest)| rest);
-        origin != "null" && !is_loopback_host(host)
+        origin != "null" && !is_loopback_host(host) && !config.allows(origin)
     })
 }
 
+/// The allowed origin a request comes from, when it comes from one.
+fn cors_origin<'a>(request: &'a Request<Incoming>, config: &ServerConfig) -> Option<&'a HeaderValue> {
+    let origin = request.headers().get(header::ORIGIN)?;
+    config.allows(origin.to_str().ok()?).then_some(origin)
+}
+
+/// The answer to a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`).
+fn preflight(request: &Request<Incoming>, origin: &HeaderValue) -> Response<Body> {
+    let mut response = Response::new(crate::http::empty_body());
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+    );
+    let asked = request.headers().get(header::ACCESS_CONTROL_REQUEST_HEADERS).cloned();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        asked.unwrap_or_else(|| HeaderValue::from_static("authorization, content-type")),
+    );
+    headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    response
+}
+
 async fn answer(api: &Routes, config: &ServerConfig, loopback: bool, request: Request<Incoming>) -> Response<Body> {
-    if loopback && foreign(&request) {
+    if loopback && foreign(&request, config) {
         return detail(StatusCode::FORBIDDEN, "Forbidden: requests from other hosts or origins are refused");
     }
+    let Some(origin) = cors_origin(&request, config).cloned() else { return answer_inside(api, config, request).await };
+    if request.method() == http::Method::OPTIONS
+        && request.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+    {
+        return preflight(&request, &origin);
+    }
+    let mut response = answer_inside(api, config, request).await;
+    response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    response.headers_mut().append(header::VARY, HeaderValue::from_static("Origin"));
+    response
+}
+
+/// A request that may be answered: the token checked, then the routes.
+async fn answer_inside(api: &Routes, config: &ServerConfig, request: Request<Incoming>) -> Response<Body> {
     // The page's static files hold no data: a browser loads them before it can send a token.
     let page = api.chat.is_some()
         && request.method() == http::Method::GET

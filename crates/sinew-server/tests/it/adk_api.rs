@@ -317,6 +317,40 @@ async fn requests_from_other_hosts_and_origins_are_refused_on_loopback() {
     assert_eq!(local.status, 200, "a local web UI");
     let ip = send(addr, "GET", "/list-apps", None, &["origin: http://127.0.0.1:8000"]).await;
     assert_eq!(ip.status, 200);
+    assert_eq!(ip.header("access-control-allow-origin"), None, "CORS is off unless configured");
+}
+
+/// With allowed origins, their pages get CORS answers (preflight, then the response), the token
+/// is still required, and other origins are still refused.
+#[tokio::test]
+async fn cors_for_the_origins_the_configuration_allows() {
+    let config = ServerConfig::default().allow_origin("https://app.example/").bearer_token("s3cret");
+    let addr = start(demo(Arc::new(InMemorySessionService::new())), config).await;
+    let preflight = send(
+        addr,
+        "OPTIONS",
+        "/run_sse",
+        None,
+        &[
+            "origin: https://app.example",
+            "access-control-request-method: POST",
+            "access-control-request-headers: authorization, content-type",
+        ],
+    )
+    .await;
+    assert_eq!(preflight.status, 204);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("https://app.example"));
+    assert!(preflight.header("access-control-allow-methods").unwrap().contains("POST"));
+    assert_eq!(preflight.header("access-control-allow-headers"), Some("authorization, content-type"));
+    let allowed = ["origin: https://app.example", "authorization: Bearer s3cret"];
+    let listed = send(addr, "GET", "/list-apps", None, &allowed).await;
+    assert_eq!((listed.status, listed.header("access-control-allow-origin")), (200, Some("https://app.example")));
+    let no_token = send(addr, "GET", "/list-apps", None, &["origin: https://app.example"]).await;
+    assert_eq!(no_token.status, 401);
+    assert_eq!(no_token.header("access-control-allow-origin"), Some("https://app.example"), "the page can read why");
+    let other =
+        send(addr, "GET", "/list-apps", None, &["origin: https://evil.example", "authorization: Bearer s3cret"]).await;
+    assert_eq!((other.status, other.header("access-control-allow-origin")), (403, None));
 }
 
 #[tokio::test]
