@@ -133,9 +133,15 @@ impl FileArtifactService {
         serde_json::from_str(&text).ok()
     }
 
+    /// The version's `file://` URI, percent-encoded as Python's `Path.as_uri()` writes it.
     fn uri(dir: &Path, version: i64) -> String {
+        /// What `urllib.parse.quote` leaves as is: letters, digits, `_.-~`, and `/`.
+        const PATH: &percent_encoding::AsciiSet =
+            &percent_encoding::NON_ALPHANUMERIC.remove(b'_').remove(b'.').remove(b'-').remove(b'~').remove(b'/');
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        format!("file://{}", dir.join(VERSIONS).join(version.to_string()).join(name).display())
+        let path = dir.join(VERSIONS).join(version.to_string()).join(name);
+        let bytes = path.as_os_str().as_encoded_bytes();
+        format!("file://{}", percent_encoding::percent_encode(bytes, PATH))
     }
 
     fn version_of(dir: &Path, version: i64) -> ArtifactVersion {

@@ -67,6 +67,15 @@ async fn the_file_service_keeps_adk_pythons_layout() {
     assert_eq!((&doc["fileName"], &doc["version"]), (&json!("report.txt"), &json!(0)));
     assert!(doc["canonicalUri"].as_str().unwrap().starts_with("file:///"), "{doc}");
     assert!(root.join("apps/app/users/u/artifacts/profile.txt/versions/0/profile.txt").exists(), "user: files");
+    // The URI is percent-encoded as Python's `Path.as_uri()` writes it.
+    s.save_artifact("app", "u", "s1", "my notes ü#?%.txt", Part::text("x")).await.unwrap();
+    let odd = s.artifact_version("app", "u", "s1", "my notes ü#?%.txt", None).await.unwrap().unwrap();
+    assert!(
+        odd.canonical_uri
+            .ends_with("/artifacts/my%20notes%20%C3%BC%23%3F%25.txt/versions/0/my%20notes%20%C3%BC%23%3F%25.txt"),
+        "{}",
+        odd.canonical_uri
+    );
     // Another service over the same directory reads it all.
     let again = FileArtifactService::new(dir.path()).unwrap();
     assert_eq!(again.load_artifact("app", "u", "s1", "report.txt", None).await.unwrap(), Some(Part::text("hello")));
