@@ -137,3 +137,49 @@ async fn concurrent_saves_take_distinct_versions() {
         assert!(s.load_artifact("app", "u", "s1", "race.txt", Some(v)).await.unwrap().is_some());
     }
 }
+
+/// adk-python's own FileArtifactService reads what sinew wrote (versions, metadata, content,
+/// canonical URIs), and sinew reads what it wrote.
+#[tokio::test]
+#[cfg_attr(not(sinew_test_adk_python), ignore = "set SINEW_ADK_PYTHON to a python with google-adk 2.13.0")]
+async fn adk_python_and_sinew_share_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = FileArtifactService::new(dir.path()).unwrap();
+    s.save_artifact("interop", "u1", "s1", "notes ü.txt", Part::text("first")).await.unwrap();
+    let png = Part::inline_data("image/png", vec![0x89, b'P', b'N', b'G']);
+    s.save_artifact_with_metadata("interop", "u1", "s1", "notes ü.txt", png, meta(json!({"by": "sinew"})))
+        .await
+        .unwrap();
+    s.save_artifact("interop", "u1", "s1", "docs/plan.md", Part::text("plan")).await.unwrap();
+
+    let python = std::env::var("SINEW_ADK_PYTHON").expect("SINEW_ADK_PYTHON names a python with google-adk 2.13.0");
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/scripts/adk_artifacts.py");
+    let output = std::process::Command::new(python).arg(script).arg("read").arg(s.root()).output().unwrap();
+    assert!(output.status.success(), "adk-python failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Vec<Value> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ours = s.list_artifact_versions("interop", "u1", "s1", "notes ü.txt").await.unwrap();
+    let expected = vec![
+        json!({"key": "docs/plan.md", "version": 0, "mimeType": null, "customMetadata": {},
+               "canonicalUri": s.artifact_version("interop", "u1", "s1", "docs/plan.md", None).await.unwrap().unwrap().canonical_uri,
+               "part": {"text": "plan"}}),
+        json!({"key": "notes ü.txt", "version": 0, "mimeType": null, "customMetadata": {},
+               "canonicalUri": ours[0].canonical_uri, "part": {"text": "first"}}),
+        json!({"key": "notes ü.txt", "version": 1, "mimeType": "image/png", "customMetadata": {"by": "sinew"},
+               "canonicalUri": ours[1].canonical_uri, "part": {"mimeType": "image/png", "data": "iVBORw=="}}),
+    ];
+    assert_eq!(seen, expected);
+
+    // What adk-python wrote, sinew reads.
+    assert_eq!(s.list_versions("interop", "u1", "s1", "from-python.txt").await.unwrap(), [0, 1]);
+    assert_eq!(
+        s.load_artifact("interop", "u1", "s1", "from-python.txt", None).await.unwrap(),
+        Some(Part::text("written by adk-python"))
+    );
+    let latest = s.artifact_version("interop", "u1", "s1", "from-python.txt", None).await.unwrap().unwrap();
+    assert_eq!(latest.custom_metadata, meta(json!({"by": "python"})));
+    assert_eq!(
+        s.load_artifact("interop", "u1", "other-session", "user:shared.bin", None).await.unwrap(),
+        Some(Part::inline_data("image/png", b"\x89PNG\r\n".to_vec()))
+    );
+}
