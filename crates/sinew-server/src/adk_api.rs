@@ -207,7 +207,9 @@ impl AdkApi {
         &self.sessions
     }
 
-    /// Answers one request. Bodies are read up to `max_body` bytes (413 beyond).
+    /// Bodies are read without a deadline of their own: [`serve`](crate::serve) gives each
+    /// request [`ServerConfig::body_timeout`](crate::ServerConfig), and a caller of its own
+    /// bounds the body likewise.
     pub async fn handle<B>(&self, request: Request<B>, max_body: usize) -> Response<Body>
     where
         B: http_body::Body<Data = Bytes> + Send,

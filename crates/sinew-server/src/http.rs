@@ -52,7 +52,7 @@ pub(crate) fn sse_response(frames: impl Stream<Item = Bytes> + Send + 'static) -
     response
 }
 
-/// How long a client may take to send a request's body, unless the server says otherwise.
+/// How long a client may take to send a request's body, unless the server is told otherwise.
 pub(crate) const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The error of a body that did not arrive by its deadline.
@@ -134,16 +134,16 @@ impl DecodeError {
     }
 }
 
-/// Reads a JSON body of at most `limit` bytes. An empty body reads as `null`, which an `Option`
+/// Reads a JSON body of at most `limit` bytes, as fast as it comes: the caller bounds the wait
+/// (`serve` does, with [`TimedBody`]). An empty body reads as `null`, which an `Option`
 /// takes as `None` (FastAPI's optional bodies).
 pub(crate) async fn read_json<T: DeserializeOwned, B>(body: B, limit: usize) -> Result<T, DecodeError>
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let read = tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, limit).collect()).await;
-    let Ok(read) = read else { return Err(DecodeError::TimedOut) };
-    let collected = match read {
+    // The deadline is the body's own (`TimedBody`, which `serve` puts on every request).
+    let collected = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) => {
             return Err(if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {

@@ -327,7 +327,7 @@ async fn answer(api: &Routes, config: &ServerConfig, loopback: bool, request: Re
 async fn answer_inside(api: &Routes, config: &ServerConfig, request: Request<Incoming>) -> Response<Body> {
     // The page's static files hold no data: a browser loads them before it can send a token.
     let page = api.chat.is_some()
-        && request.method() == http::Method::GET
+        && matches!(*request.method(), http::Method::GET | http::Method::HEAD)
         && crate::page::file(request.uri().path()).is_some();
     if let Some(token) = &config.bearer_token
         && !page

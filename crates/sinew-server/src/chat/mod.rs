@@ -166,6 +166,9 @@ impl ChatApi {
     }
 
     /// Answers one request of this API (see the module's routes); other paths are 404.
+    /// Bodies are read up to `max_body` bytes (413 beyond), without a deadline of their own:
+    /// [`serve`](crate::serve) gives each request [`ServerConfig::body_timeout`](crate::ServerConfig),
+    /// and a caller of its own bounds the body likewise.
     pub async fn handle<B>(&self, request: Request<B>, max_body: usize) -> Response<Body>
     where
         B: http_body::Body<Data = Bytes> + Send,

@@ -694,6 +694,7 @@ async fn the_page_is_served_without_the_token_and_the_api_with_it() {
         assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
     }
     assert!(send(addr, "GET", "/", None, &[]).await.body.contains(r#"<script src="/app.js""#));
+    assert_eq!(send(addr, "HEAD", "/app.js", None, &[]).await.status, 200);
     assert_eq!(send(addr, "GET", "/api/conversations", None, &[]).await.status, 401);
     let authorized = send(addr, "GET", "/api/conversations", None, &["authorization: Bearer s3cret"]).await;
     assert_eq!((authorized.status, authorized.json()), (200, json!([])));
