@@ -9,7 +9,10 @@
 //!   model, with required fields, enums and descriptions. A parameter name used in two places
 //!   becomes `{location}_{name}`; the body is the `body` argument.
 //! - **Names**: the `operationId` (sanitized), or for an operation without one, its method and
-//!   path: `GET /pet/{petId}` → `get_pet_by_petId` (see [`operations`]).
+//!   path: `GET /pet/{petId}` → `get_pet_by_petId` (see [`operations`]); with a name prefix,
+//!   `{prefix}__{name}` ([`OpenApiToolset::name_prefix`], REQ-156).
+//! - **Choice**: [`OperationFilter`] keeps operations by `operationId`, tag, method or path
+//!   prefix (REQ-155).
 //! - **Requests**: OpenAPI's parameter styles (`form` exploded or not, `spaceDelimited`,
 //!   `pipeDelimited`, `deepObject`, `simple`, `label`, `matrix`); credentials for the document's
 //!   security schemes (API key in a header, the query or a cookie; bearer; basic; OAuth tokens),
@@ -25,5 +28,5 @@ mod tool;
 
 pub use document::OpenApiDocument;
 pub use error::OpenApiError;
-pub use operation::{Location, Operation, Parameter, RequestBody, operations};
+pub use operation::{Location, Operation, OperationFilter, Parameter, RequestBody, operations};
 pub use tool::{Credential, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, OpenApiTool, OpenApiToolset, truncate_utf8};

@@ -68,6 +68,10 @@ pub struct RequestBody {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
     pub tool_name: String,
+    /// The document's `operationId`, when it has one.
+    pub operation_id: Option<String>,
+    /// The document's `tags`.
+    pub tags: Vec<String>,
     pub method: http::Method,
     pub path: String,
     pub description: String,
@@ -78,6 +82,36 @@ pub struct Operation {
     pub security: Vec<Vec<String>>,
     /// The JSON Schema of the tool's arguments.
     pub input_schema: Value,
+}
+
+/// Which operations become tools ([`OpenApiToolset::filter`](crate::OpenApiToolset::filter)).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum OperationFilter {
+    /// Every operation.
+    #[default]
+    All,
+    /// The operations with one of these `operationId`s.
+    ByOperationId(Vec<String>),
+    /// The operations tagged with any of these tags.
+    ByTag(Vec<String>),
+    /// The operations of these methods.
+    ByMethod(Vec<http::Method>),
+    /// The operations whose path starts with this.
+    ByPathPrefix(String),
+}
+
+impl OperationFilter {
+    /// Whether `operation` passes.
+    pub fn matches(&self, operation: &Operation) -> bool {
+        match self {
+            OperationFilter::All => true,
+            OperationFilter::ByOperationId(ids) => operation.operation_id.as_ref().is_some_and(|id| ids.contains(id)),
+            OperationFilter::ByTag(tags) => operation.tags.iter().any(|tag| tags.contains(tag)),
+            OperationFilter::ByMethod(methods) => methods.contains(&operation.method),
+            OperationFilter::ByPathPrefix(prefix) => operation.path.starts_with(prefix.as_str()),
+        }
+    }
 }
 
 /// Every operation of `document`, in path order.
@@ -176,10 +210,16 @@ fn operation_of(
         Some(security) => security_of(Some(security)),
         None => global_security.to_vec(),
     };
-    let name = match operation.get("operationId").and_then(Value::as_str) {
-        Some(id) if !id.trim().is_empty() => sanitize(id),
-        _ => name_from_path(method, path),
+    let operation_id = operation.get("operationId").and_then(Value::as_str).filter(|id| !id.trim().is_empty());
+    let name = match operation_id {
+        Some(id) => sanitize(id),
+        None => name_from_path(method, path),
     };
+    let tags = operation
+        .get("tags")
+        .and_then(Value::as_array)
+        .map(|tags| tags.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
     let tool_name = unique(name, taken);
     let summary = operation.get("summary").and_then(Value::as_str).unwrap_or_default();
     let details = operation.get("description").and_then(Value::as_str).unwrap_or_default();
@@ -193,6 +233,8 @@ fn operation_of(
     let input_schema = input_schema(&parameters, body.as_ref());
     Ok(Operation {
         tool_name,
+        operation_id: operation_id.map(str::to_owned),
+        tags,
         method: method.to_uppercase().parse().map_err(|_| format!("method {method}"))?,
         path: path.to_owned(),
         description,
@@ -268,7 +310,7 @@ fn security_of(security: Option<&Value>) -> Vec<Vec<String>> {
         .unwrap_or_default()
 }
 
-fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         let c = if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' };
@@ -290,7 +332,7 @@ fn name_from_path(method: &str, path: &str) -> String {
     sanitize(&parts.join("_"))
 }
 
-fn unique(name: String, taken: &mut HashSet<String>) -> String {
+pub(crate) fn unique(name: String, taken: &mut HashSet<String>) -> String {
     let name = if name.len() > MAX_NAME {
         let hash =
             name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));

@@ -196,6 +196,8 @@ mod tests {
 
     fn operation(parameters: Vec<Parameter>, body: Option<RequestBody>) -> Operation {
         Operation {
+            operation_id: None,
+            tags: Vec::new(),
             tool_name: "t".into(),
             method: http::Method::POST,
             path: "/items/{id}".into(),

@@ -13,7 +13,7 @@ use sinew_http::{HttpClient, HttpRequest};
 
 use crate::document::OpenApiDocument;
 use crate::error::OpenApiError;
-use crate::operation::{Operation, operations};
+use crate::operation::{Operation, OperationFilter, operations};
 use crate::request::build;
 
 /// Default size limit of a response shown to the model.
@@ -78,6 +78,8 @@ pub struct OpenApiToolset {
     client: Option<HttpClient>,
     max_response_bytes: usize,
     timeout: Duration,
+    filter: OperationFilter,
+    name_prefix: Option<String>,
 }
 
 impl OpenApiToolset {
@@ -89,7 +91,25 @@ impl OpenApiToolset {
             client: None,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             timeout: DEFAULT_TIMEOUT,
+            filter: OperationFilter::All,
+            name_prefix: None,
         }
+    }
+
+    /// Only the operations `filter` passes become tools (default: all).
+    #[must_use]
+    pub fn filter(mut self, filter: OperationFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Tool names become `{prefix}__{name}` (REQ-156), so that two documents with the same
+    /// `operationId`s can serve one agent. Characters other than letters, digits, `_` and `-`
+    /// become `_`; names stay within 64 characters.
+    #[must_use]
+    pub fn name_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.name_prefix = Some(prefix.into());
+        self
     }
 
     /// Where requests go, replacing the document's first server URL (path included).
@@ -142,9 +162,15 @@ impl OpenApiToolset {
         let client = self.client.clone().unwrap_or_default();
         let shared =
             Arc::new(Shared { base_url, client, max_response_bytes: self.max_response_bytes, timeout: self.timeout });
+        let mut taken = std::collections::HashSet::new();
         Ok(operations(&self.document)
             .into_iter()
-            .map(|operation| {
+            .filter(|operation| self.filter.matches(operation))
+            .map(|mut operation| {
+                if let Some(prefix) = &self.name_prefix {
+                    let prefixed = format!("{}__{}", crate::operation::sanitize(prefix), operation.tool_name);
+                    operation.tool_name = crate::operation::unique(prefixed, &mut taken);
+                }
                 let auth = self.placements(&operation);
                 OpenApiTool { operation, auth, shared: Arc::clone(&shared) }
             })
