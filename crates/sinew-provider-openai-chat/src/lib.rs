@@ -4,7 +4,9 @@
 //! streaming `/chat/completions` call, with the knobs compatible servers differ on
 //! ([`OpenAiChatConfig`]: base URL, auth header, `max_tokens` field name, system or developer
 //! role, how reasoning is asked for, `stream_options`), and presets for OpenAI, Ollama, vLLM,
-//! llama.cpp, DeepSeek, Groq, OpenRouter, xAI and Mistral. [`decoder`] turns the
+//! llama.cpp, DeepSeek, Groq, OpenRouter, xAI and Mistral. Thinking levels ask for
+//! `reasoning_effort` `low` (`Minimal` and `Low`: many servers take only low, medium and high),
+//! `medium` or `high`. [`decoder`] turns the
 //! response bytes into [`sinew_core::StreamEvent`]s: tool calls assembled by `index` (ids and
 //! names late or missing, arguments fragmented), `reasoning_content`/`reasoning`, refusals, usage
 //! from the final chunk, and errors sent mid-stream. [`OpenAiChatProvider`] joins them over

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
-use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest};
+use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// The name of the output-token limit: OpenAI wants `max_completion_tokens` (and rejects
@@ -285,7 +285,7 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         MaxTokensField::MaxTokens => (request.max_tokens, None),
         MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
     };
-    let effort = request.thinking_level.effort();
+    let effort = effort(request.thinking_level);
     Body {
         model: request.model,
         messages: messages(config, request),
@@ -304,6 +304,16 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         temperature: request.temperature.map(sinew_http::json_f32),
         reasoning_effort: effort.filter(|_| config.reasoning == ReasoningParam::Effort),
         reasoning: effort.filter(|_| config.reasoning == ReasoningParam::OpenRouter).map(|e| json!({"effort": e})),
+    }
+}
+
+/// The effort a thinking level asks Chat Completions servers for (REQ-130): `Minimal` and `Low`
+/// are `"low"`, since many of them (o-series models, Groq, xAI) take only low, medium and high;
+/// the Responses API, where `"minimal"` exists, keeps it.
+fn effort(level: ThinkingLevel) -> Option<&'static str> {
+    match level {
+        ThinkingLevel::Minimal => Some("low"),
+        level => level.effort(),
     }
 }
 

@@ -32,6 +32,25 @@ fn tool_results_are_tool_messages_in_order_with_images_after_the_batch() {
     assert!(!body.to_string().contains("Let me look"), "reasoning is not sent back by default");
 }
 
+/// Every thinking level as Chat Completions servers take it (REQ-130): `Minimal` asks for
+/// `"low"`, which every effort-taking server accepts.
+#[test]
+fn thinking_levels_map_to_reasoning_effort() {
+    let levels = [
+        (ThinkingLevel::Off, None),
+        (ThinkingLevel::Minimal, Some("low")),
+        (ThinkingLevel::Low, Some("low")),
+        (ThinkingLevel::Medium, Some("medium")),
+        (ThinkingLevel::High, Some("high")),
+    ];
+    for (level, expected) in levels {
+        let body = build(&OpenAiChatConfig::openai("k"), |r| r.thinking_level = level);
+        assert_eq!(body.get("reasoning_effort").and_then(Value::as_str), expected, "{level:?}");
+        let body = build(&OpenAiChatConfig::openrouter("k"), |r| r.thinking_level = level);
+        assert_eq!(body.pointer("/reasoning/effort").and_then(Value::as_str), expected, "{level:?} on OpenRouter");
+    }
+}
+
 #[test]
 fn compat_knobs_change_the_body() {
     let mut config = OpenAiChatConfig::deepseek("k");
