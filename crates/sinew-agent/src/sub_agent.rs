@@ -43,8 +43,9 @@ pub fn extract_final_text(messages: &[AgentMessage]) -> String {
 ///   the child's loop id as `child_loop_id` (REQ-194, REQ-195): a
 ///   `sinew_session::SessionRecorder` fed both runs' events links them both ways.
 /// - A child that fails, hits a limit or says nothing still returns `Ok`: the text says what
-///   happened, so the calling model can react (AMB-003). `details` holds the child's loop and
-///   session ids, end reason, error and usage.
+///   happened, so the calling model can react (AMB-003). `details` holds the sub-agent's name
+///   (`subAgent`), its turns (model calls), the child's loop and session ids, end reason, error
+///   and usage.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -254,7 +255,11 @@ impl AgentTool for SubAgentTool {
                 text.push_str(&format!("\n\n(the sub-agent ended: {}{why})", reason.unwrap_or_default()));
             }
         }
+        // Each model call of the child is one turn.
+        let turns = outcome.messages.iter().filter(|m| m.as_assistant().is_some()).count();
         let details = json!({
+            "subAgent": self.name,
+            "turns": turns,
             "loopId": outcome.loop_id,
             "sessionId": session_id,
             "reason": outcome.reason,

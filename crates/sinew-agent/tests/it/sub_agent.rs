@@ -124,6 +124,8 @@ async fn a_sub_agent_runs_its_own_tools_and_answers_the_parent() {
     assert_eq!(result_child, event_child);
     assert_eq!(details["reason"], "completed");
     assert_eq!(details["loopId"], json!(&**child_loop));
+    // REQ-137: which sub-agent answered, in how many turns (a tool call, then the answer).
+    assert_eq!((&details["subAgent"], &details["turns"]), (&json!("helper"), &json!(2)));
     assert_eq!(parent.calls(), 2);
 }
 
