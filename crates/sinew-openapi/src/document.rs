@@ -16,6 +16,9 @@ pub struct OpenApiDocument {
     version: String,
 }
 
+/// The most a document fetched over HTTP may weigh: 16 MiB.
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
 impl OpenApiDocument {
     /// Parses a document in JSON or YAML (JSON is tried first when the text starts with `{`).
     pub fn parse(text: &str) -> Result<Self, OpenApiError> {
@@ -33,6 +36,38 @@ impl OpenApiDocument {
         let text = std::fs::read_to_string(path)
             .map_err(|e| OpenApiError::Parse(format!("cannot read {}: {e}", path.display())))?;
         OpenApiDocument::parse(&text)
+    }
+
+    /// Reads and parses a file without blocking the runtime (REQ-157).
+    pub async fn from_file(path: impl AsRef<Path>) -> Result<Self, OpenApiError> {
+        let path = path.as_ref();
+        let text = tokio::fs::read_to_string(path)
+            .await
+            .map_err(|e| OpenApiError::Fetch(format!("cannot read {}: {e}", path.display())))?;
+        OpenApiDocument::parse(&text)
+    }
+
+    /// Fetches a document with `client` (its timeouts and proxies) and parses it (REQ-157). A
+    /// status other than 2xx and a body over [`MAX_DOCUMENT_BYTES`] are errors; the URL's
+    /// credentials never appear in them.
+    pub async fn from_url(url: &str, client: &sinew_http::HttpClient) -> Result<Self, OpenApiError> {
+        let request = sinew_http::HttpRequest {
+            method: http::Method::GET,
+            url: url.to_owned(),
+            headers: vec![("accept".into(), "application/json, application/yaml;q=0.9, */*;q=0.5".into())],
+            body: bytes::Bytes::new(),
+        };
+        let fetch = |e: sinew_core::ProviderError| OpenApiError::Fetch(e.to_string());
+        let mut response = client.send_once(&request).await.map_err(fetch)?;
+        if !response.status.is_success() {
+            return Err(OpenApiError::Fetch(format!("the server answered {}", response.status)));
+        }
+        let body = response.bytes(MAX_DOCUMENT_BYTES + 1).await.map_err(fetch)?;
+        if body.len() > MAX_DOCUMENT_BYTES {
+            return Err(OpenApiError::Fetch(format!("the document is larger than {MAX_DOCUMENT_BYTES} bytes")));
+        }
+        let text = std::str::from_utf8(&body).map_err(|e| OpenApiError::Parse(format!("not UTF-8: {e}")))?;
+        OpenApiDocument::parse(text)
     }
 
     /// A document already parsed into JSON.

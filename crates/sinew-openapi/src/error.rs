@@ -10,6 +10,9 @@ pub enum OpenApiError {
     /// Parsed, but not an OpenAPI 3.0 or 3.1 document.
     #[error("not a usable OpenAPI document: {0}")]
     Invalid(String),
+    /// The document could not be read: a file, or a URL that answered badly.
+    #[error("cannot fetch the document: {0}")]
+    Fetch(String),
     /// A `$ref` that cannot be followed.
     #[error("cannot follow `{reference}`: {why}")]
     Ref { reference: String, why: String },

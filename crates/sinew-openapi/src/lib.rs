@@ -26,7 +26,7 @@ mod operation;
 mod request;
 mod tool;
 
-pub use document::OpenApiDocument;
+pub use document::{MAX_DOCUMENT_BYTES, OpenApiDocument};
 pub use error::OpenApiError;
 pub use operation::{Location, Operation, OperationFilter, Parameter, RequestBody, operations};
 pub use tool::{Credential, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, OpenApiTool, OpenApiToolset, truncate_utf8};

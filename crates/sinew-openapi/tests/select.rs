@@ -65,3 +65,33 @@ fn a_prefix_keeps_two_documents_with_the_same_ids_apart() {
     apart.dedup();
     assert_eq!(apart.len(), 4);
 }
+
+/// A document from a file or a URL gives the same tools as the same text parsed (REQ-157).
+#[tokio::test]
+async fn documents_from_files_and_urls() {
+    use sinew_testing::{MockServer, ReceivedRequest, ServedResponse};
+    let names_of = |document: OpenApiDocument| names(OpenApiToolset::new(document));
+    let expected = names(pets());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pets.yaml");
+    std::fs::write(&file, PETS).unwrap();
+    assert_eq!(names_of(OpenApiDocument::from_file(&file).await.unwrap()), expected);
+    let missing = OpenApiDocument::from_file(dir.path().join("nope.yaml")).await.unwrap_err();
+    assert!(missing.to_string().contains("cannot read"), "{missing}");
+
+    let server = MockServer::start(|request: &ReceivedRequest| match request.path.as_str() {
+        "/pets.yaml" => ServedResponse::new(200).header("content-type", "application/yaml").chunk(PETS),
+        "/huge.yaml" => ServedResponse::new(200).chunk("x".repeat(sinew_openapi::MAX_DOCUMENT_BYTES + 1)),
+        _ => ServedResponse::new(404).chunk("no such document"),
+    })
+    .await;
+    let client = sinew_http::HttpClient::new();
+    let fetched = OpenApiDocument::from_url(&format!("{}/pets.yaml", server.url()), &client).await.unwrap();
+    assert_eq!(names_of(fetched), expected);
+    let absent = OpenApiDocument::from_url(&format!("{}/gone.yaml", server.url()), &client).await.unwrap_err();
+    assert!(absent.to_string().contains("404"), "{absent}");
+    let huge = OpenApiDocument::from_url(&format!("{}/huge.yaml", server.url()), &client).await.unwrap_err();
+    assert!(matches!(huge, sinew_openapi::OpenApiError::Fetch(_)), "{huge}");
+    let nowhere = OpenApiDocument::from_url("http://user:hunter2@127.0.0.1:9/doc.yaml", &client).await.unwrap_err();
+    assert!(!nowhere.to_string().contains("hunter2"), "{nowhere}");
+}
