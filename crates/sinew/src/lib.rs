@@ -29,7 +29,8 @@
 //! - `http`: [`http`] (`sinew-http`), the HTTP layer; on with any provider.
 //! - `mcp` (default): [`mcp`] (`sinew-mcp`): the MCP client, and `mcp::AgentMcpExt` to put
 //!   MCP servers' tools on an agent.
-//! - `openapi`: [`openapi`] (`sinew-openapi`): OpenAPI 3.0 and 3.1 documents as tools.
+//! - `openapi`: [`openapi`] (`sinew-openapi`): OpenAPI 3.0 and 3.1 documents as tools, and
+//!   `openapi::AgentOpenApiExt` to put them on an agent.
 //! - `tools` (default): [`tools`] (`sinew-tools`): bash, read, write, edit, list and search.
 //! - `sessions` (default): [`session`] (`sinew-session`): the session recorder, and session stores
 //!   in JSON files and SQLite.
@@ -83,7 +84,7 @@ pub use sinew_core as core;
 pub mod mcp;
 
 #[cfg(feature = "openapi")]
-pub use sinew_openapi as openapi;
+pub mod openapi;
 
 #[cfg(feature = "sessions")]
 pub use sinew_session as session;

@@ -5,7 +5,9 @@ use serde_json::json;
 use sinew::mcp::{AgentMcpExt, StdioCommand};
 use sinew::testing::mcp_script::SHOUT_SERVER;
 use sinew::testing::{MockProvider, MockResponse};
-use sinew::{Agent, AgentMessage, EndReason, Message};
+use sinew::{Agent, EndReason};
+
+mod common;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_calls_an_mcp_tool_by_its_prefixed_name() {
@@ -19,14 +21,7 @@ async fn an_agent_calls_an_mcp_tool_by_its_prefixed_name() {
         .unwrap();
     let outcome = agent.prompt("Shout hello").finish().await;
     assert_eq!(outcome.reason, EndReason::Completed);
-    let result = agent
-        .messages()
-        .iter()
-        .find_map(|m| match m {
-            AgentMessage::Llm(Message::ToolResult(result)) => Some(result.clone()),
-            _ => None,
-        })
-        .expect("a tool result");
+    let result = common::first_tool_result(agent.messages());
     assert!(!result.is_error, "{result:?}");
     assert_eq!(sinew::content::join_text(&result.content, ""), "HELLO");
 }
