@@ -1,5 +1,5 @@
 //! OpenAPI documents' operations as an agent's tools: everything of [`sinew_openapi`], plus
-//! [`AgentOpenApiExt`](crate::openapi::AgentOpenApiExt).
+//! [`AgentOpenApiExt`].
 
 use std::path::Path;
 
