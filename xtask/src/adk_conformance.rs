@@ -5,8 +5,8 @@
 //! the server need is public API.
 //!
 //! The harness is hard-wired to `http://127.0.0.1:8000`, so server and harness run together in a
-//! network namespace of their own (`unshare --map-root-user --net`), as
-//! `../shared/adk/conformance/run_in_netns.sh` does: the port never clashes with anything.
+//! network namespace of their own (`unshare --map-root-user --net`), with loopback brought up
+//! inside it: the port never clashes with anything.
 
 use std::path::Path;
 use std::process::Command;

@@ -297,12 +297,14 @@ impl ChatApi {
                 Ok(user_message) => {
                     let _ = stored.send(Ok(()));
                     api.answer(conversation, user_message, frames).await;
+                    drop(busy);
                 }
                 Err(error) => {
+                    // Free before the refusal is answered: a retry must not find it busy.
+                    drop(busy);
                     let _ = stored.send(Err(error));
                 }
             }
-            drop(busy);
         });
         accepted.await.map_err(|e| ChatError::store("storing the message", e))??;
         let stream = futures::stream::unfold(receiver, |mut receiver| async move {

@@ -356,3 +356,34 @@ mod postgres {
         assert_eq!(messages[1].retrieval_context, Some(json!({"agent_run_id": run_id})));
     }
 }
+
+/// A store that fails is a 500 that says where to look, never the database's words; a turn whose
+/// message cannot be stored stores nothing and leaves the conversation free.
+#[tokio::test]
+async fn a_failing_store_is_a_500_and_frees_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chat.db");
+    let store = Arc::new(SqliteChatStore::open(&path).unwrap());
+    let chat = start_chat(store.clone(), Models::default(), |api| api).await;
+    let first = chat.turn(json!({"message": "Hello"})).await;
+    let id = first[0]["conversationId"].clone();
+    rusqlite::Connection::open(&path).unwrap().execute_batch("DROP TABLE chat_messages").unwrap();
+    for _ in 0..2 {
+        // Twice: the first failure let go of the conversation.
+        let reply = chat.stream(json!({"message": "Again", "conversationId": id})).await;
+        assert_eq!(reply.status, 500, "{}", reply.body);
+        assert_eq!(reply.json()["detail"], "the chat store failed; the server's log says why");
+        assert!(!reply.body.contains("chat_messages"), "{}", reply.body);
+    }
+    let shown = crate::send(chat.addr, "GET", &format!("/api/conversations/{}", id.as_str().unwrap()), None, &[]).await;
+    assert_eq!(shown.status, 500);
+}
+
+#[tokio::test]
+async fn schema_names_are_plain_identifiers() {
+    for bad in ["Kb", "kb; DROP TABLE x", "", "1kb", "a-b"] {
+        let refused = sinew_server::PostgresChatStore::connect_in("postgres://nobody@127.0.0.1:1/none", bad).await;
+        let error = refused.err().unwrap().to_string();
+        assert!(error.contains("is not a plain lowercase schema name"), "{bad}: {error}");
+    }
+}
