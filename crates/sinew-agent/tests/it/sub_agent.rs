@@ -129,6 +129,30 @@ async fn a_sub_agent_runs_its_own_tools_and_answers_the_parent() {
     assert_eq!(parent.calls(), 2);
 }
 
+/// REQ-195: an explicit parent loop id wins over the calling run's.
+#[tokio::test]
+async fn an_explicit_parent_loop_id_names_the_childs_parent() {
+    let seen = Seen::default();
+    let helper = SubAgentTool::new("helper", MockProvider::new([MockResponse::text("ok")]), "child-model")
+        .with_parent_loop_id("loop-of-the-orchestrator")
+        .with_event_observer(seen.observe());
+    let (agent, _) =
+        agent([MockResponse::new().tool_call("p1", "helper", json!({"task": "Go"})), MockResponse::text("Done.")]);
+    let mut agent = agent.with_tool(helper);
+    let (_, outcome) = agent.prompt("Delegate").collect().await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    let starts: Vec<Option<String>> = seen
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::AgentStart { parent_loop_id, .. } => Some(parent_loop_id.as_deref().map(str::to_owned)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [Some("loop-of-the-orchestrator".to_owned())]);
+    assert_ne!(outcome.loop_id.as_str(), "loop-of-the-orchestrator");
+}
+
 #[tokio::test]
 async fn aborting_the_parent_mid_child_cancels_the_child() {
     let child = MockProvider::new([MockResponse::new().text_delta("working on it").hang()]);

@@ -57,3 +57,16 @@ sinew_testing::transport_checks! {
     partial: PARTIAL,
     partial_text: "Hello, wor",
 }
+
+/// The same error paths through Vertex AI's URL and bearer token (REQ-167).
+mod vertex {
+    use super::*;
+
+    sinew_testing::transport_checks! {
+        provider: vertex,
+        ok: ServedResponse::sse(fixture_bytes("vertex/stream-function-call-args.sse")),
+        overflow: json!({"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}),
+        partial: PARTIAL,
+        partial_text: "Hello, wor",
+    }
+}

@@ -54,3 +54,16 @@ sinew_testing::transport_checks! {
     partial: PARTIAL,
     partial_text: "Hello, wor",
 }
+
+/// The same error paths through Azure OpenAI's URL, `api-version` and `api-key` header (REQ-167).
+mod azure {
+    use super::*;
+
+    sinew_testing::transport_checks! {
+        provider: azure,
+        ok: ServedResponse::sse(fixture_bytes("azure-openai/responses-function-call.sse")),
+        overflow: json!({"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+        partial: PARTIAL,
+        partial_text: "Hello, wor",
+    }
+}
