@@ -22,10 +22,12 @@ pub use file::FileArtifactService;
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ArtifactVersion {
+    /// The version number: 0 for the first save, one more for each later save.
     pub version: i64,
     /// Where the payload is (`memory://…`, `file://…`).
     #[serde(alias = "canonical_uri")]
     pub canonical_uri: String,
+    /// Metadata given when the version was saved (`customMetadata`); empty when none was.
     #[serde(default, alias = "custom_metadata")]
     pub custom_metadata: Map<String, Value>,
     /// When the version was saved, in seconds since the epoch.

@@ -35,6 +35,8 @@ pub const DEFAULT_MAX_LLM_CALLS: usize = 500;
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct RunConfig {
+    /// Whether the model's answers come whole or also as partial fragments (`StreamingMode::None` by
+    /// default).
     pub streaming_mode: StreamingMode,
     /// The most model calls one invocation may make; 0 means no limit.
     pub max_llm_calls: usize,

@@ -43,7 +43,9 @@ pub enum Error {
     /// A tool failed and no error callback answered for it.
     #[error("tool `{name}` failed: {source}")]
     Tool {
+        /// The tool's name.
         name: String,
+        /// The error the tool failed with.
         #[source]
         source: sinew_core::ToolError,
     },

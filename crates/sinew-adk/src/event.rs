@@ -164,15 +164,21 @@ macro_rules! response_types {
         #[non_exhaustive]
         pub struct Event {
             $( $(#[$attr])* pub $field: $ty, )*
+            /// The invocation the event belongs to (`invocationId`): ADK's are `e-` and a uuid4, `p-` and
+            /// a uuid for a state edit.
             #[serde(default, alias = "invocation_id")]
             pub invocation_id: ArcStr,
+            /// Who wrote the event: `user`, or the name of the agent.
             #[serde(default)]
             pub author: ArcStr,
+            /// What the event does besides its content: state and artifact changes, transfers, requested
+            /// confirmations.
             #[serde(default)]
             pub actions: EventActions,
             /// A workflow node's output (ADK 2.x).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub output: Option<Value>,
+            /// Where the event sits in a workflow (`nodeInfo`, ADK 2.x).
             #[serde(default, alias = "node_info")]
             pub node_info: NodeInfo,
             /// Calls that run long: the invocation suspends until the client answers them.
@@ -181,10 +187,13 @@ macro_rules! response_types {
             /// `parent.child` path of the agent that wrote the event, isolating parallel branches.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub branch: Option<String>,
+            /// Which logical context the event belongs to (`isolationScope`, ADK 2.x).
             #[serde(default, skip_serializing_if = "Option::is_none", alias = "isolation_scope")]
             pub isolation_scope: Option<String>,
+            /// The event's id, a uuid4; every streamed fragment of a response shares it.
             #[serde(default)]
             pub id: ArcStr,
+            /// When the event was made, in seconds since the epoch (a float, as ADK writes it).
             #[serde(default = "now_seconds")]
             pub timestamp: f64,
         }
@@ -222,55 +231,80 @@ macro_rules! response_types {
 }
 
 response_types! {
+    /// The version of the model that answered (`modelVersion`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "model_version")]
     model_version: Option<String>,
+    /// What was said: the turn's role and parts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     content: Option<Content>,
+    /// The sources a grounded answer drew on (`groundingMetadata`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "grounding_metadata")]
     grounding_metadata: Option<Box<Value>>,
     /// A streaming fragment: shown, never stored, never acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     partial: Option<bool>,
+    /// Whether the model's turn is over (`turnComplete`); streaming (mainly live) mode only.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "turn_complete")]
     turn_complete: Option<bool>,
+    /// Why the model's turn ended (`turnCompleteReason`); streaming (mainly live) mode only.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "turn_complete_reason")]
     turn_complete_reason: Option<String>,
+    /// The status of the interaction (`interactionStatus`); streaming mode only.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "interaction_status")]
     interaction_status: Option<String>,
+    /// Why the model stopped (`finishReason`), such as `STOP` or `MAX_TOKENS`.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "finish_reason")]
     finish_reason: Option<String>,
+    /// The error's code when the model call failed (`errorCode`); it varies by model.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "error_code")]
     error_code: Option<String>,
+    /// The error's message when the model call failed (`errorMessage`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "error_message")]
     error_message: Option<String>,
+    /// Whether the user interrupted the model's answer (live mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     interrupted: Option<bool>,
+    /// The caller's own labels (`customMetadata`); the run config's are copied onto every event.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "custom_metadata")]
     custom_metadata: Option<Map<String, Value>>,
+    /// The tokens the model call used (`usageMetadata`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "usage_metadata")]
     usage_metadata: Option<Box<UsageMetadata>>,
+    /// A new handle to resume the live session with (`liveSessionResumptionUpdate`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "live_session_resumption_update")]
     live_session_resumption_update: Option<Box<Value>>,
+    /// The id of the live (bidirectional) session (`liveSessionId`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "live_session_id")]
     live_session_id: Option<String>,
+    /// The server's notice that it will soon end the live connection (`goAway`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "go_away")]
     go_away: Option<Box<Value>>,
+    /// Voice activity signals of a live session (`voiceActivity`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "voice_activity")]
     voice_activity: Option<Box<Value>>,
+    /// The transcription of the user's audio in live mode (`inputTranscription`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "input_transcription")]
     input_transcription: Option<Box<Value>>,
+    /// The transcription of the model's audio in live mode (`outputTranscription`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "output_transcription")]
     output_transcription: Option<Box<Value>>,
+    /// The average log probability of the answer's tokens (`avgLogprobs`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "avg_logprobs")]
     avg_logprobs: Option<f64>,
+    /// The log probabilities of the chosen and top candidate tokens (`logprobsResult`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "logprobs_result")]
     logprobs_result: Option<Box<Value>>,
+    /// What context caching did for the call (`cacheMetadata`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "cache_metadata")]
     cache_metadata: Option<Box<Value>>,
+    /// The sources the answer cites (`citationMetadata`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "citation_metadata")]
     citation_metadata: Option<Box<Value>>,
+    /// The id the model's API gave this interaction (`interactionId`), which a later request can
+    /// continue from.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "interaction_id")]
     interaction_id: Option<String>,
+    /// The environment id the model's API gave with the response (`environmentId`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "environment_id")]
     environment_id: Option<String>,
 }
@@ -339,10 +373,13 @@ impl Event {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct NodeInfo {
+    /// The path of the node that wrote the event, such as `root@1/child@2`; `""` outside any node.
     #[serde(default)]
     pub path: ArcStr,
+    /// The paths of the nodes whose output this event is (`outputFor`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "output_for")]
     pub output_for: Option<Vec<String>>,
+    /// Whether the event's message is its node's output (`messageAsOutput`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "message_as_output")]
     pub message_as_output: Option<bool>,
 }
@@ -363,15 +400,19 @@ pub struct EventActions {
     /// Show the tool's result to the user as is, without another model call.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "skip_summarization")]
     pub skip_summarization: Option<bool>,
+    /// Changes to the session state (`stateDelta`), key to new value; `temp:` keys are not stored.
     #[serde(default, alias = "state_delta")]
     pub state_delta: Map<String, Value>,
     /// File name → the version saved.
     #[serde(default, alias = "artifact_delta")]
     pub artifact_delta: BTreeMap<String, i64>,
+    /// The agent to hand the conversation to (`transferToAgent`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "transfer_to_agent")]
     pub transfer_to_agent: Option<String>,
+    /// Why the conversation is handed over (`transferReason`, ADK 2.x).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "transfer_reason")]
     pub transfer_reason: Option<String>,
+    /// Hands control back to the parent agent: a loop agent stops looping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalate: Option<bool>,
     /// Function call id → the auth config requested (kept as given).
@@ -380,19 +421,27 @@ pub struct EventActions {
     /// Function call id → the confirmation requested.
     #[serde(default, alias = "requested_tool_confirmations")]
     pub requested_tool_confirmations: BTreeMap<String, ToolConfirmation>,
+    /// A summary that replaces a range of earlier events in the model's history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<EventCompaction>,
+    /// Marks the end of the agent's run (`endOfAgent`), for resuming an invocation.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "end_of_agent")]
     pub end_of_agent: Option<bool>,
+    /// The agent's state to resume from (`agentState`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "agent_state")]
     pub agent_state: Option<Map<String, Value>>,
+    /// Rewinds the session: this invocation and everything after it leave the history
+    /// (`rewindBeforeInvocationId`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "rewind_before_invocation_id")]
     pub rewind_before_invocation_id: Option<String>,
     /// A workflow route (ADK 2.x): a bool, a number, a string or a list of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<Value>,
+    /// UI widgets for the client to render (`renderUiWidgets`), kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "render_ui_widgets")]
     pub render_ui_widgets: Option<Value>,
+    /// The structured answer the agent gave through the `set_model_response` tool
+    /// (`setModelResponse`, ADK 2.x).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "set_model_response")]
     pub set_model_response: Option<Value>,
 }
@@ -409,10 +458,13 @@ impl EventActions {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ToolConfirmation {
+    /// What the user is told about the call to approve or reject.
     #[serde(default)]
     pub hint: String,
+    /// Whether the user approved the call.
     #[serde(default)]
     pub confirmed: bool,
+    /// Extra data the user answered with, for the tool to use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
 }
@@ -436,10 +488,13 @@ impl EventCompaction {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct EventCompaction {
+    /// The timestamp of the first event summarized (`startTimestamp`), in seconds since the epoch.
     #[serde(alias = "start_timestamp")]
     pub start_timestamp: f64,
+    /// The timestamp of the last event summarized (`endTimestamp`), in seconds since the epoch.
     #[serde(alias = "end_timestamp")]
     pub end_timestamp: f64,
+    /// The summary standing in for those events (`compactedContent`).
     #[serde(alias = "compacted_content")]
     pub compacted_content: Content,
 }

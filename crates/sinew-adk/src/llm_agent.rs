@@ -25,10 +25,13 @@ use crate::types::LlmRequest;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ReadonlyContext {
+    /// The id of the invocation under way.
     pub invocation_id: String,
+    /// The name of the agent whose instruction is being built.
     pub agent_name: String,
     /// The session's state when the model is called.
     pub state: Map<String, Value>,
+    /// The user message that started the invocation; `None` when it started without one.
     pub user_content: Option<Content>,
     /// The artifacts the instruction refers to (`{artifact.name}`): their text, `None` when missing;
     /// absent when the runner has no artifact service.

@@ -21,11 +21,15 @@ const MAX_RESULTS: usize = 10;
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct MemoryEntry {
+    /// What was said.
     pub content: Content,
+    /// Free-form metadata (`customMetadata`); empty when none was given.
     #[serde(default, alias = "custom_metadata")]
     pub custom_metadata: Map<String, Value>,
+    /// The id of the event remembered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Who said it: `user`, or an agent's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
     /// When it was said, ISO 8601 in UTC.
@@ -56,6 +60,7 @@ pub struct InMemoryMemoryService {
 }
 
 impl InMemoryMemoryService {
+    /// An empty memory.
     pub fn new() -> Self {
         InMemoryMemoryService::default()
     }

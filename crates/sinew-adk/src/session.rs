@@ -64,8 +64,11 @@ impl GetSessionConfig {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct StateDeltas {
+    /// The `app:` keys, without the prefix: shared by every user of the app.
     pub app: Map<String, Value>,
+    /// The `user:` keys, without the prefix: shared by the user's sessions of the app.
     pub user: Map<String, Value>,
+    /// The keys without a prefix: the session's own.
     pub session: Map<String, Value>,
 }
 

@@ -20,7 +20,9 @@ use crate::types::LlmRequest;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum ScriptedAnswer {
+    /// Responses to stream in order; the last one is the final answer.
     Responses(Vec<LlmResponse>),
+    /// A model error with this message.
     Error(String),
 }
 

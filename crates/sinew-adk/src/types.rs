@@ -17,15 +17,21 @@ use crate::json::to_snake_value;
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Session {
+    /// The session's id.
     pub id: String,
+    /// The app that owns the session (`appName`).
     #[serde(alias = "app_name")]
     pub app_name: String,
+    /// The user who owns the session (`userId`).
     #[serde(alias = "user_id")]
     pub user_id: String,
+    /// The merged state: the session's keys plus the `app:` and `user:` keys it sees.
     #[serde(default)]
     pub state: Map<String, Value>,
+    /// The history: user, model and tool events, oldest first.
     #[serde(default)]
     pub events: Vec<Event>,
+    /// When the session last changed, in seconds since the epoch (`lastUpdateTime`).
     #[serde(default, alias = "last_update_time")]
     pub last_update_time: f64,
     /// The stored revision this object was read at (the stored update time, in microseconds).
@@ -57,23 +63,31 @@ impl Session {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct LlmRequest {
+    /// The model's name, when the agent names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The history sent to the model, oldest first.
     #[serde(default)]
     pub contents: Vec<Content>,
+    /// The generation settings: system instruction, tools, sampling.
     #[serde(default)]
     pub config: GenerateContentConfig,
     /// The live (bidi) settings; ADK always sends its defaults.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::json::opaque")]
     pub live_connect_config: Option<Value>,
+    /// ADK's context cache settings, kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_config: Option<Value>,
+    /// The context cache earlier requests made, for this one to reuse; kept as given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_metadata: Option<Value>,
+    /// The previous request's prompt token count, to decide whether caching is worth it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cacheable_contents_token_count: Option<u64>,
+    /// The model-side interaction to continue from (a previous response's `interactionId`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_interaction_id: Option<String>,
+    /// The service tier to serve the request at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<String>,
 }
@@ -96,27 +110,36 @@ impl LlmRequest {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct RunAgentRequest {
+    /// The app to run (`appName`); required unless the server has a default app.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "app_name")]
     pub app_name: Option<String>,
+    /// The user the session belongs to (`userId`).
     #[serde(alias = "user_id")]
     pub user_id: String,
+    /// The session to run in (`sessionId`); it must exist.
     #[serde(alias = "session_id")]
     pub session_id: String,
+    /// The user's new message (`newMessage`); `None` runs the agent without one.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "new_message")]
     pub new_message: Option<Content>,
     /// `true` asks for partial fragments (`StreamingMode.SSE`).
     #[serde(default)]
     pub streaming: bool,
+    /// State changes stored with the user's event (`stateDelta`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "state_delta")]
     pub state_delta: Option<Map<String, Value>>,
+    /// The event whose function call the request answers (`functionCallEventId`); when set,
+    /// `/run_sse` sends an event holding content and an artifact delta as one frame, not two.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "function_call_event_id")]
     pub function_call_event_id: Option<String>,
     /// The invocation to resume. The runner finds it from the function responses of
     /// `new_message`, as adk-python does for apps that are not resumable.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "invocation_id")]
     pub invocation_id: Option<String>,
+    /// Metadata copied onto every event of the invocation (`customMetadata`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "custom_metadata")]
     pub custom_metadata: Option<Map<String, Value>>,
+    /// The service tier to ask the model for (`serviceTier`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "service_tier")]
     pub service_tier: Option<String>,
 }

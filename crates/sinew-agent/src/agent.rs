@@ -203,6 +203,7 @@ impl Agent {
 
     // ----- builders -----
 
+    /// Sets the system prompt (default: none), replacing any earlier one.
     #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.context.system_prompt = prompt.into();
@@ -223,6 +224,7 @@ impl Agent {
         self
     }
 
+    /// Sets the model runs ask for; a default context budget follows its window.
     #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.config.model = model.into();
@@ -245,6 +247,8 @@ impl Agent {
         self
     }
 
+    /// Caps each model answer at `max_tokens` (default: the provider's); a default context budget
+    /// leaves this much room for the answer.
     #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.config.max_tokens = Some(max_tokens);
@@ -252,12 +256,14 @@ impl Agent {
         self
     }
 
+    /// Sets the sampling temperature (default: the provider's).
     #[must_use]
     pub fn with_temperature(mut self, temperature: f32) -> Self {
         self.config.temperature = Some(temperature);
         self
     }
 
+    /// Sets how much the model reasons before answering (default: [`ThinkingLevel::Off`]).
     #[must_use]
     pub fn with_thinking(mut self, level: ThinkingLevel) -> Self {
         self.config.thinking_level = level;
@@ -287,6 +293,7 @@ impl Agent {
         self
     }
 
+    /// Replaces the compaction strategy (default: [`sinew_compaction::TieredCompaction`]).
     #[must_use]
     pub fn with_compaction_strategy(mut self, strategy: impl CompactionStrategy + 'static) -> Self {
         self.config.compaction_strategy = Some(Arc::new(strategy));
@@ -300,42 +307,50 @@ impl Agent {
         self
     }
 
+    /// Sets how failed model calls are retried (default: 3 retries, from 1 s doubling up to 30 s).
     #[must_use]
     pub fn with_retry_config(mut self, config: RetryConfig) -> Self {
         self.config.retry_config = config;
         self
     }
 
+    /// Sets prompt caching (default: enabled, [`sinew_core::CacheStrategy::Auto`]).
     #[must_use]
     pub fn with_cache_config(mut self, config: CacheConfig) -> Self {
         self.config.cache_config = config;
         self
     }
 
+    /// Sets how the tool calls of one response run (default: [`ToolExecution::Parallel`]).
     #[must_use]
     pub fn with_tool_execution(mut self, strategy: ToolExecution) -> Self {
         self.config.tool_execution = strategy;
         self
     }
 
+    /// Sets how steering messages are taken from their queue (default: [`QueueMode::OneAtATime`]).
     #[must_use]
     pub fn with_steering_mode(mut self, mode: QueueMode) -> Self {
         self.steering_mode = mode;
         self
     }
 
+    /// Sets how follow-up messages are taken from their queue (default: [`QueueMode::OneAtATime`]).
     #[must_use]
     pub fn with_follow_up_mode(mut self, mode: QueueMode) -> Self {
         self.follow_up_mode = mode;
         self
     }
 
+    /// Adds a filter over each prompt's user text. Filters run in the order added; a rejection ends
+    /// the run before any model call.
     #[must_use]
     pub fn with_input_filter(mut self, filter: impl InputFilter + 'static) -> Self {
         self.config.input_filters.push(Arc::new(filter));
         self
     }
 
+    /// Replaces the run's callbacks (default: none).
     #[must_use]
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
         self.config.hooks = hooks;
@@ -401,14 +416,17 @@ impl Agent {
         self.fit_context_budget();
     }
 
+    /// The history, oldest first.
     pub fn messages(&self) -> &[AgentMessage] {
         &self.context.messages
     }
 
+    /// The fixed system prompt; empty when none is set. An instruction provider overrides it per turn.
     pub fn system_prompt(&self) -> &str {
         &self.context.system_prompt
     }
 
+    /// The tools offered to the model, in the order added.
     pub fn tools(&self) -> &[Arc<dyn AgentTool>] {
         &self.context.tools
     }
@@ -418,10 +436,12 @@ impl Agent {
         &self.config
     }
 
+    /// How steering messages are taken from their queue.
     pub fn steering_mode(&self) -> QueueMode {
         self.steering_mode
     }
 
+    /// How follow-up messages are taken from their queue.
     pub fn follow_up_mode(&self) -> QueueMode {
         self.follow_up_mode
     }
@@ -431,10 +451,12 @@ impl Agent {
         self.context.agent_id.as_deref().unwrap_or_default()
     }
 
+    /// The current session's id: random at creation, replaced by [`Agent::new_session`].
     pub fn session_id(&self) -> &str {
         self.context.session_id.as_deref().unwrap_or_default()
     }
 
+    /// The loop id of the latest run; `None` before the first run and after [`Agent::new_session`].
     pub fn last_loop_id(&self) -> Option<&str> {
         self.last_loop_id.as_deref()
     }
@@ -459,14 +481,17 @@ impl Agent {
         AgentHandle { shared: Arc::clone(&self.shared) }
     }
 
+    /// Queues a message to inject before the next model call; see [`AgentHandle::steer`].
     pub fn steer(&self, message: impl Into<AgentMessage>) {
         self.handle().steer(message);
     }
 
+    /// Queues a message to handle once the agent would otherwise stop; see [`AgentHandle::follow_up`].
     pub fn follow_up(&self, message: impl Into<AgentMessage>) {
         self.handle().follow_up(message);
     }
 
+    /// Cancels the running run and its branches, if any; see [`AgentHandle::abort`].
     pub fn abort(&self) {
         self.handle().abort();
     }

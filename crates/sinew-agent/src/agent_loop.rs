@@ -33,7 +33,9 @@ pub const NOT_EXECUTED: &str = "Tool call was not executed: the model response d
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopOutcome {
+    /// The run's id, `"{session_id}.{config_segment}.{N}"`, as its events carry it.
     pub loop_id: String,
+    /// Why the run ended; `Failed` also fills `error`, `Suspended` also fills `suspension`.
     pub reason: EndReason,
     /// The messages the run appended to the history.
     pub messages: Vec<AgentMessage>,

@@ -12,9 +12,13 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingToolCall {
+    /// The model's id for the call; decisions name the call by it.
     pub tool_call_id: String,
+    /// The called tool's name.
     pub tool_name: String,
+    /// The arguments the model gave, as JSON.
     pub arguments: Value,
+    /// What the call waits for: a human's approval, the host's result, or nothing (`Ready`).
     pub kind: PendingKind,
 }
 
@@ -28,6 +32,7 @@ pub struct PendingToolCall {
 pub struct Suspension {
     /// The loop that suspended; the resuming loop names it as its parent.
     pub loop_id: String,
+    /// The model's message that asked for the calls; it enters the history when the run resumes.
     pub assistant: AssistantMessage,
     /// Every call of the batch, in call order, including those that need nothing (`Ready`).
     pub calls: Vec<PendingToolCall>,
@@ -60,12 +65,23 @@ pub enum ToolDecision {
     /// Run the call as the model asked.
     Approve,
     /// Run the call with these arguments instead.
-    Edit { arguments: Value },
+    Edit {
+        /// The JSON arguments to run the call with, replacing the model's.
+        arguments: Value,
+    },
     /// Do not run it; the model is told why.
-    Reject { reason: Option<String> },
+    Reject {
+        /// Told to the model after "The user rejected this tool call: "; `None`: no reason given.
+        reason: Option<String>,
+    },
     /// The host ran the call itself; this is its result.
     #[serde(rename_all = "camelCase")]
-    Result { result: ToolResult, is_error: bool },
+    Result {
+        /// The tool's output, as the model will see it.
+        result: ToolResult,
+        /// Whether the call failed; the model then sees the result as an error.
+        is_error: bool,
+    },
 }
 
 impl ToolDecision {
@@ -95,6 +111,7 @@ impl ToolDecision {
 pub struct Decisions(HashMap<String, ToolDecision>);
 
 impl Decisions {
+    /// No decisions yet.
     pub fn new() -> Self {
         Decisions::default()
     }
@@ -106,16 +123,19 @@ impl Decisions {
         self
     }
 
+    /// Approves one call: it runs with the model's arguments.
     #[must_use]
     pub fn approve(self, tool_call_id: impl Into<String>) -> Self {
         self.decide(tool_call_id, ToolDecision::Approve)
     }
 
+    /// Rejects one call; the model is told it was rejected, and why.
     #[must_use]
     pub fn reject(self, tool_call_id: impl Into<String>, reason: impl Into<String>) -> Self {
         self.decide(tool_call_id, ToolDecision::Reject { reason: Some(reason.into()) })
     }
 
+    /// Approves one call to run with `arguments` instead of the model's.
     #[must_use]
     pub fn edit(self, tool_call_id: impl Into<String>, arguments: Value) -> Self {
         self.decide(tool_call_id, ToolDecision::Edit { arguments })
@@ -127,10 +147,12 @@ impl Decisions {
         self.decide(tool_call_id, ToolDecision::Result { result, is_error })
     }
 
+    /// How many calls have a decision.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether no call has a decision yet.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -26,22 +26,26 @@ pub struct BranchSpec {
 }
 
 impl BranchSpec {
+    /// A branch tagged `tag` that continues the shared history as it is.
     pub fn new(tag: impl Into<String>) -> Self {
         BranchSpec { tag: tag.into(), ..BranchSpec::default() }
     }
 
+    /// Appends a message to the history this branch continues.
     #[must_use]
     pub fn with_message(mut self, message: impl Into<AgentMessage>) -> Self {
         self.messages.push(message.into());
         self
     }
 
+    /// Replaces the system prompt in this branch.
     #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = Some(prompt.into());
         self
     }
 
+    /// Replaces the model in this branch.
     #[must_use]
     pub fn with_model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
@@ -70,7 +74,9 @@ impl BranchSpec {
 #[derive(Debug)]
 #[must_use = "a dropped branch is cancelled: keep it, or `finish()` it"]
 pub struct Branch {
+    /// The tag of the [`BranchSpec`] the branch was started from.
     pub tag: String,
+    /// The branch run's loop id, a new one in the agent's session.
     pub loop_id: String,
     /// The branch's events, from `AgentStart` to `AgentEnd`.
     pub events: EventReceiver,
@@ -84,7 +90,9 @@ pub struct Branch {
 /// How a branch ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BranchOutcome {
+    /// The tag of the branch's [`BranchSpec`].
     pub tag: String,
+    /// How the branch's run ended: its reason, new messages, usage and any error.
     pub outcome: LoopOutcome,
     /// The branch's whole history; [`Agent::adopt_branch`](crate::Agent::adopt_branch) makes it
     /// the agent's.

@@ -13,13 +13,22 @@ use sinew_core::{
 /// The state a loop works on. `messages` grows in place as the loop runs.
 #[derive(Clone, Default)]
 pub struct AgentContext {
+    /// Sent with every model call, unless the config's `instruction_provider` computes one per turn.
     pub system_prompt: String,
+    /// The history, oldest first; the loop appends to it as the run goes.
     pub messages: Vec<AgentMessage>,
+    /// The tools the model may call.
     pub tools: Vec<Arc<dyn AgentTool>>,
+    /// Names the agent in events and traces; a prompt run generates one when `None`.
     pub agent_id: Option<String>,
+    /// Groups the agent's runs into a conversation; a prompt run generates one when `None`.
     pub session_id: Option<String>,
+    /// This run's id, `"{session_id}.{config_segment}.{N}"`; a prompt run sets one ending in `.1` when `None`.
     pub loop_id: Option<String>,
+    /// The loop this run continues or branches from, reported in `AgentStart`; `None` for a new prompt.
     pub parent_loop_id: Option<String>,
+    /// Why this run continues an existing context, reported in `AgentStart` and deciding the first
+    /// turn's trigger; `None` for a new prompt.
     pub continuation_kind: Option<ContinuationKind>,
 }
 
@@ -41,17 +50,22 @@ impl fmt::Debug for AgentContext {
 /// What an [`InstructionProvider`] may look at.
 #[derive(Clone, Copy, Debug)]
 pub struct InstructionContext<'a> {
+    /// The history so far, oldest first.
     pub messages: &'a [AgentMessage],
     /// 1-based number of the turn about to start.
     pub turn: usize,
+    /// The running agent's id, as reported in `AgentStart`.
     pub agent_id: &'a str,
+    /// The run's session id.
     pub session_id: &'a str,
+    /// The running loop's id, `"{session_id}.{config_segment}.{N}"`.
     pub loop_id: &'a str,
 }
 
 /// A system prompt computed before every turn (working directory, time, session state...).
 #[async_trait]
 pub trait InstructionProvider: Send + Sync {
+    /// The system prompt for the turn `ctx` describes; called before every turn.
     async fn instruction(&self, ctx: InstructionContext<'_>) -> String;
 }
 
@@ -101,17 +115,29 @@ pub type ApprovalPolicyFn = Arc<dyn Fn(ToolCallRef<'_>) -> bool + Send + Sync>;
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct Hooks {
+    /// Runs before `AgentStart`; returning `false` ends the run at once.
     pub before_loop: Option<BeforeLoopFn>,
+    /// Runs after `AgentEnd` with the run's new messages and usage.
     pub after_loop: Option<AfterLoopFn>,
+    /// Runs before each `TurnStart` with the history and 1-based turn number; `false` ends the run.
     pub before_turn: Option<BeforeTurnFn>,
+    /// Runs after each `TurnEnd` with the history and the run's usage so far.
     pub after_turn: Option<AfterTurnFn>,
+    /// Runs when a model call failed for good (not when aborted), with its error message.
     pub on_error: Option<OnErrorFn>,
+    /// Runs before each tool call; returning `false` skips it with a [`crate::SKIPPED_BY_HOOK`] error result.
     pub before_tool_execution: Option<BeforeToolExecutionFn>,
+    /// Runs after each tool call with its result and whether it failed.
     pub after_tool_execution: Option<AfterToolExecutionFn>,
+    /// Runs before each `ToolExecutionUpdate`; returning `false` suppresses the event, not the tool.
     pub before_tool_execution_update: Option<BeforeToolUpdateFn>,
+    /// Runs after each `ToolExecutionUpdate` that was emitted.
     pub after_tool_execution_update: Option<AfterToolUpdateFn>,
+    /// Rewrites the history sent to each model call; the stored history is unchanged.
     pub transform_context: Option<TransformContextFn>,
+    /// Turns the history into model messages before each call; `None`: extension messages are dropped.
     pub convert_to_llm: Option<ConvertToLlmFn>,
+    /// Sees every event synchronously, in emission order, before it is sent.
     pub on_event: Option<EventObserver>,
 }
 
@@ -139,11 +165,17 @@ impl fmt::Debug for Hooks {
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct AgentLoopConfig {
+    /// The provider every model call goes to.
     pub provider: Arc<dyn StreamProvider>,
+    /// The model id sent to the provider.
     pub model: String,
+    /// How much the model reasons before answering (default: `Off`).
     pub thinking_level: ThinkingLevel,
+    /// Cap on each model answer, in tokens; `None`: the provider's default.
     pub max_tokens: Option<u32>,
+    /// Sampling temperature; `None`: the provider's default.
     pub temperature: Option<f32>,
+    /// Prompt caching settings (default: enabled, automatic breakpoints).
     pub cache_config: CacheConfig,
     /// The middle segment of loop ids; derived from provider and model when `None`.
     pub config_id: Option<String>,
@@ -151,13 +183,24 @@ pub struct AgentLoopConfig {
     pub context_config: Option<ContextConfig>,
     /// The compaction strategy; `None` means `sinew_compaction::TieredCompaction`.
     pub compaction_strategy: Option<Arc<dyn CompactionStrategy>>,
+    /// Turn, token and duration limits of a run (default: 50 turns, 1,000,000 tokens, 600 s); `None`:
+    /// no limits.
     pub execution_limits: Option<ExecutionLimits>,
+    /// How the tool calls of one model response run (default: all in parallel).
     pub tool_execution: ToolExecution,
+    /// How failed model calls are retried (default: 3 retries, from 1 s doubling up to 30 s).
     pub retry_config: RetryConfig,
+    /// Filters over each prompt's user text, run in order; a rejection ends the run before any model call.
     pub input_filters: Vec<Arc<dyn InputFilter>>,
+    /// Callbacks around the run (default: none).
     pub hooks: Hooks,
+    /// Supplies steering messages, checked after each group of tool calls; `None`: no steering.
+    /// [`crate::Agent`] sets it to drain its own queue.
     pub get_steering_messages: Option<QueueFn>,
+    /// Supplies follow-up messages once the model is done; `None` or nothing queued ends the run.
+    /// [`crate::Agent`] sets it to drain its own queue.
     pub get_follow_up_messages: Option<QueueFn>,
+    /// Computes the system prompt before every turn; `None`: the context's fixed `system_prompt`.
     pub instruction_provider: Option<Arc<dyn InstructionProvider>>,
     /// Calls for which this returns `true` wait for approval (as do calls whose tool says so).
     pub approval_policy: Option<ApprovalPolicyFn>,

@@ -9,24 +9,44 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A history or snapshot could not be (de)serialized as JSON.
     #[error("invalid agent state json")]
     Json(#[source] serde_json::Error),
+    /// A snapshot file could not be read or written.
     #[error("cannot access {}", path.display())]
     Io {
+        /// The snapshot file's path.
         path: PathBuf,
+        /// What the operating system reported.
         #[source]
         source: std::io::Error,
     },
+    /// A snapshot's format version is not one this build reads.
     #[error("unsupported snapshot format version {found} (this build reads version {supported})")]
-    UnsupportedFormat { found: u32, supported: u32 },
+    UnsupportedFormat {
+        /// The snapshot's `format_version`.
+        found: u32,
+        /// The version this build reads ([`crate::SNAPSHOT_FORMAT_VERSION`]).
+        supported: u32,
+    },
+    /// A resume was asked for, but no run is suspended.
     #[error("there is no suspended run to resume")]
     NotSuspended,
+    /// A call that waits for approval or a client-side result has no decision; holds its tool call id.
     #[error("no decision for pending tool call {0}")]
     MissingDecision(String),
+    /// A decision names a tool call that is not pending; holds its id.
     #[error("tool call {0} is not pending")]
     UnknownToolCall(String),
+    /// A decision does not fit its call: a `result` for a call that is not client-side.
     #[error("decision {decision} does not fit pending tool call {tool_call_id}")]
-    InvalidDecision { tool_call_id: String, decision: &'static str },
+    InvalidDecision {
+        /// The call the decision was for.
+        tool_call_id: String,
+        /// The decision's name: `approve`, `edit`, `reject` or `result`.
+        decision: &'static str,
+    },
+    /// The context cannot be continued, resumed or branched as it is; says why.
     #[error("cannot continue: {0}")]
     InvalidContext(String),
 }

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 pub struct ParallelLoopOutcome {
     /// The index of the branch's configuration.
     pub config_index: usize,
+    /// How the branch's run ended: its reason, new messages, usage and any error.
     pub outcome: LoopOutcome,
     /// The length of the history the branch started from: its full history is that prefix
     /// followed by `outcome.messages`.
@@ -61,7 +62,9 @@ pub enum EvaluationDecision {
 /// What a strategy decided, and what deciding cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evaluation {
+    /// The strategy's verdict.
     pub decision: EvaluationDecision,
+    /// Tokens the decision cost (a judge model's calls); zero for strategies that run no model.
     pub usage: Usage,
 }
 
@@ -81,7 +84,9 @@ pub struct EvaluationInput<'a> {
     pub history: &'a [AgentMessage],
     /// Every branch, in configuration order.
     pub branches: &'a [ParallelLoopOutcome],
+    /// The session the group and its branches run in; a judge runs in it too.
     pub session_id: &'a str,
+    /// The group's id; a judge's loop id is `"{group_id}.judge"`.
     pub group_id: &'a str,
 }
 

@@ -30,7 +30,9 @@ pub enum SkillError {
 /// One skill.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Skill {
+    /// The frontmatter's `name`; a set holds one skill per name.
     pub name: String,
+    /// The frontmatter's `description`: what the skill does and when to use it, shown to the model.
     pub description: String,
     /// The skill's `SKILL.md`.
     pub location: PathBuf,
@@ -41,7 +43,9 @@ pub struct Skill {
 /// A skill folder that was skipped, and why.
 #[derive(Debug)]
 pub struct SkippedSkill {
+    /// The `SKILL.md` that was skipped, or the skills directory when it could not be read.
     pub path: PathBuf,
+    /// Why it was skipped: a read error, or what is wrong with its frontmatter.
     pub reason: String,
 }
 
@@ -115,6 +119,7 @@ impl SkillSet {
         self.skills.insert(skill.name.clone(), skill);
     }
 
+    /// The skill named `name`, if the set holds one.
     pub fn get(&self, name: &str) -> Option<&Skill> {
         self.skills.get(name)
     }
@@ -124,10 +129,12 @@ impl SkillSet {
         self.skills.values()
     }
 
+    /// How many skills the set holds; skipped folders do not count.
     pub fn len(&self) -> usize {
         self.skills.len()
     }
 
+    /// Whether the set holds no skills (then [`SkillSet::format_for_prompt`] is empty).
     pub fn is_empty(&self) -> bool {
         self.skills.is_empty()
     }

@@ -18,13 +18,21 @@ pub const SNAPSHOT_FORMAT_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSnapshot {
+    /// The snapshot format (`formatVersion` in the JSON); [`SNAPSHOT_FORMAT_VERSION`] when written by this build.
     pub format_version: u32,
+    /// The agent's id, kept across restores.
     pub agent_id: String,
+    /// The session the agent was in; restoring continues it.
     pub session_id: String,
+    /// The latest run's loop id, the parent of the next continuation; `None` before any run.
     pub last_loop_id: Option<String>,
+    /// The last loop number used, per `"{session_id}.{config_segment}"`, so restored loop ids do not repeat.
     pub loop_counters: BTreeMap<String, usize>,
+    /// The system prompt; empty when none was set.
     pub system_prompt: String,
+    /// The history, oldest first.
     pub messages: Vec<AgentMessage>,
+    /// The suspended run waiting for decisions, if any; resume it after restoring.
     pub suspension: Option<Suspension>,
     /// When the snapshot was taken (ms since the epoch).
     pub created_at: u64,
@@ -37,6 +45,7 @@ struct Version {
 }
 
 impl AgentSnapshot {
+    /// The snapshot as pretty-printed JSON.
     pub fn to_json(&self) -> Result<String> {
         serde_json::to_string_pretty(self).map_err(Error::Json)
     }
@@ -63,6 +72,7 @@ impl AgentSnapshot {
         std::fs::rename(&tmp, path).map_err(io)
     }
 
+    /// Reads a snapshot file written by [`AgentSnapshot::save`], refusing formats this build does not know.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let json = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;

@@ -105,24 +105,29 @@ impl SubAgentTool {
         }
     }
 
+    /// Replaces the tool description the parent model sees (default: "Delegates a task to the {name}
+    /// sub-agent and returns its answer.").
     #[must_use]
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
         self
     }
 
+    /// Sets the child runs' system prompt (default: none).
     #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = prompt.into();
         self
     }
 
+    /// Adds tools the sub-agent may call; it does not see the parent's tools.
     #[must_use]
     pub fn with_tools(mut self, tools: impl IntoIterator<Item = Arc<dyn AgentTool>>) -> Self {
         self.tools.extend(tools);
         self
     }
 
+    /// Adds one tool the sub-agent may call.
     #[must_use]
     pub fn with_tool(self, tool: impl AgentTool + 'static) -> Self {
         self.with_tools([Arc::new(tool) as Arc<dyn AgentTool>])
@@ -135,6 +140,7 @@ impl SubAgentTool {
         self
     }
 
+    /// Sets how much the sub-agent's model reasons (default: the config's; `Off` for [`SubAgentTool::new`]).
     #[must_use]
     pub fn with_thinking(mut self, level: ThinkingLevel) -> Self {
         self.config.thinking_level = level;

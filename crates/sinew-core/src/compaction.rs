@@ -65,11 +65,17 @@ pub fn estimate_tokens(text: &str) -> usize {
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ContextConfig {
+    /// The model's context window, in tokens. Default 100,000.
     pub max_context_tokens: usize,
+    /// Tokens set aside for the system prompt, out of the window. Default 4,000.
     pub system_prompt_tokens: usize,
+    /// Newest messages strategies keep as they are. Default 10.
     pub keep_recent: usize,
+    /// Oldest messages strategies keep when dropping the middle of the history. Default 2.
     pub keep_first: usize,
+    /// Lines a tool output keeps when strategies truncate it. Default 50.
     pub tool_output_max_lines: usize,
+    /// Measures the history against the budget. Default [`HeuristicTokenCounter`].
     pub token_counter: Arc<dyn TokenCounter>,
 }
 
@@ -87,36 +93,42 @@ impl Default for ContextConfig {
 }
 
 impl ContextConfig {
+    /// Sets [`max_context_tokens`](Self::max_context_tokens).
     #[must_use]
     pub fn with_max_context_tokens(mut self, tokens: usize) -> Self {
         self.max_context_tokens = tokens;
         self
     }
 
+    /// Sets [`system_prompt_tokens`](Self::system_prompt_tokens).
     #[must_use]
     pub fn with_system_prompt_tokens(mut self, tokens: usize) -> Self {
         self.system_prompt_tokens = tokens;
         self
     }
 
+    /// Sets [`keep_recent`](Self::keep_recent).
     #[must_use]
     pub fn with_keep_recent(mut self, messages: usize) -> Self {
         self.keep_recent = messages;
         self
     }
 
+    /// Sets [`keep_first`](Self::keep_first).
     #[must_use]
     pub fn with_keep_first(mut self, messages: usize) -> Self {
         self.keep_first = messages;
         self
     }
 
+    /// Sets [`tool_output_max_lines`](Self::tool_output_max_lines).
     #[must_use]
     pub fn with_tool_output_max_lines(mut self, lines: usize) -> Self {
         self.tool_output_max_lines = lines;
         self
     }
 
+    /// Sets [`token_counter`](Self::token_counter).
     #[must_use]
     pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.token_counter = counter;

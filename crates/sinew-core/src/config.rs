@@ -8,11 +8,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ThinkingLevel {
+    /// No reasoning: providers send no thinking parameters.
     #[default]
     Off,
+    /// The least reasoning: effort `"minimal"` where the API has it (Responses; Chat Completions
+    /// sends `"low"`), or a 128-token thinking budget, raised to a service's minimum.
     Minimal,
+    /// Effort `"low"`, or a 512-token thinking budget.
     Low,
+    /// Effort `"medium"`, or a 2,048-token thinking budget.
     Medium,
+    /// Effort `"high"`, or an 8,192-token thinking budget.
     High,
 }
 
@@ -49,11 +55,16 @@ pub enum CacheStrategy {
     /// System prompt, last tool definition and the second-to-last message.
     #[default]
     Auto,
+    /// No breakpoints, as if caching were off.
     Disabled,
+    /// Breakpoints only where the flags say.
     #[serde(rename_all = "camelCase")]
     Manual {
+        /// A breakpoint after the system prompt.
         cache_system: bool,
+        /// A breakpoint after the last tool definition.
         cache_tools: bool,
+        /// A breakpoint on the second-to-last message.
         cache_messages: bool,
     },
 }
@@ -62,11 +73,14 @@ pub enum CacheStrategy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CacheConfig {
+    /// Whether to ask for prompt caching at all; `false` overrides `strategy`. Default `true`.
     pub enabled: bool,
+    /// Where breakpoints go when enabled. Default [`CacheStrategy::Auto`].
     pub strategy: CacheStrategy,
 }
 
 impl CacheConfig {
+    /// Settings with caching `enabled` or not, and breakpoints per `strategy`.
     pub fn new(enabled: bool, strategy: CacheStrategy) -> Self {
         CacheConfig { enabled, strategy }
     }
@@ -99,7 +113,10 @@ pub enum ToolExecution {
     #[default]
     Parallel,
     /// Groups of `size` at once; steering is checked between groups.
-    Batched { size: usize },
+    Batched {
+        /// Calls per group; 0 counts as 1.
+        size: usize,
+    },
 }
 
 /// Limits on one agent run. Exceeding one stops the run with a note in the history.
@@ -107,28 +124,36 @@ pub enum ToolExecution {
 #[serde(default)]
 #[non_exhaustive]
 pub struct ExecutionLimits {
+    /// Turns (model calls) a run may start. Default 50.
     pub max_turns: usize,
+    /// Input plus output tokens, summed over the run's model calls. Default 1,000,000.
     pub max_total_tokens: u64,
+    /// Wall-clock time from the run's start; a model call or tool batch still running then is
+    /// cut. Default 10 minutes.
     pub max_duration: Duration,
 }
 
 impl ExecutionLimits {
+    /// Limits with the given maximum turns, total tokens and duration.
     pub const fn new(max_turns: usize, max_total_tokens: u64, max_duration: Duration) -> Self {
         ExecutionLimits { max_turns, max_total_tokens, max_duration }
     }
 
+    /// Sets [`max_turns`](Self::max_turns).
     #[must_use]
     pub fn with_max_turns(mut self, max_turns: usize) -> Self {
         self.max_turns = max_turns;
         self
     }
 
+    /// Sets [`max_total_tokens`](Self::max_total_tokens).
     #[must_use]
     pub fn with_max_total_tokens(mut self, max_total_tokens: u64) -> Self {
         self.max_total_tokens = max_total_tokens;
         self
     }
 
+    /// Sets [`max_duration`](Self::max_duration).
     #[must_use]
     pub fn with_max_duration(mut self, max_duration: Duration) -> Self {
         self.max_duration = max_duration;
@@ -145,13 +170,18 @@ impl Default for ExecutionLimits {
 /// What a run has used so far, against its [`ExecutionLimits`].
 #[derive(Clone, Debug)]
 pub struct ExecutionTracker {
+    /// The limits checked by [`check_limits`](Self::check_limits).
     pub limits: ExecutionLimits,
+    /// Turns finished so far.
     pub turns: usize,
+    /// Tokens used by the finished turns, saturating at `u64::MAX`.
     pub tokens_used: u64,
+    /// When the tracker was created; the duration limit counts from here.
     pub started_at: Instant,
 }
 
 impl ExecutionTracker {
+    /// A tracker at zero turns and tokens, its clock starting now.
     pub fn new(limits: ExecutionLimits) -> Self {
         ExecutionTracker { limits, turns: 0, tokens_used: 0, started_at: Instant::now() }
     }
@@ -186,9 +216,15 @@ pub enum ContinuationKind {
     #[default]
     Default,
     /// A retry from an equivalent context.
-    Rerun { tag: String },
+    Rerun {
+        /// The caller's tag for the rerun.
+        tag: String,
+    },
     /// A different path from a shared point.
-    Branch { tag: String },
+    Branch {
+        /// The caller's tag for the branch.
+        tag: String,
+    },
 }
 
 /// What started a turn.

@@ -28,6 +28,7 @@ use serde_json::Value;
 pub enum Content {
     /// Plain text.
     Text {
+        /// The text.
         text: String,
         /// Provider-opaque signature attached to this text (Gemini `thoughtSignature`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,10 +36,18 @@ pub enum Content {
     },
     /// An image, base64-encoded.
     #[serde(rename_all = "camelCase")]
-    Image { data: String, mime_type: String },
+    Image {
+        /// The image bytes, base64-encoded (no `data:` URL prefix).
+        data: String,
+        /// The image's media type, such as `"image/png"`.
+        mime_type: String,
+    },
     /// Model reasoning. `thinking` is the visible text (or summary); `signature` the opaque token.
     Thinking {
+        /// The visible reasoning text or summary; empty when redacted.
         thinking: String,
+        /// The provider's opaque token for the reasoning, sent back verbatim; `None` when it gave
+        /// none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
         /// The reasoning was redacted by the provider; `signature` holds the encrypted payload.
@@ -50,8 +59,12 @@ pub enum Content {
     },
     /// A call of a tool, requested by the model.
     ToolCall {
+        /// The call's id, given by the provider; the tool result names it.
         id: String,
+        /// The name of the tool called.
         name: String,
+        /// The arguments, usually a JSON object (a string holding the raw text when the model's
+        /// JSON did not parse).
         arguments: Value,
         /// Provider-opaque signature attached to the call (Gemini `thoughtSignature`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +74,7 @@ pub enum Content {
     Opaque {
         /// The `provider_id` of the provider that produced it.
         provider: String,
+        /// The block as the provider sent it.
         data: Value,
     },
 }
@@ -106,8 +120,11 @@ impl Content {
 /// A borrowed view of a [`Content::ToolCall`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ToolCallRef<'a> {
+    /// The call's id, given by the provider.
     pub id: &'a str,
+    /// The name of the tool called.
     pub name: &'a str,
+    /// The call's arguments.
     pub arguments: &'a Value,
 }
 

@@ -22,6 +22,7 @@ impl Failure {
         Failure { message: message.into(), source: Some(Arc::new(source)) }
     }
 
+    /// The message, without the cause's.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -91,10 +92,20 @@ impl std::error::Error for Failure {
 pub enum ProviderError {
     /// The service rejected the request (a 4xx that is none of the cases below).
     #[error("api error{}: {message}", status.map(|s| format!(" (status {s})")).unwrap_or_default())]
-    Api { status: Option<u16>, message: String },
+    Api {
+        /// The HTTP status; `None` when the error came inside a response stream.
+        status: Option<u16>,
+        /// The service's error text.
+        message: String,
+    },
     /// The service failed or is overloaded (5xx, 529); worth retrying.
     #[error("service unavailable (status {status}): {message}")]
-    Unavailable { status: u16, message: String },
+    Unavailable {
+        /// The HTTP status, or the status the service's stream error stands for.
+        status: u16,
+        /// The service's error text.
+        message: String,
+    },
     /// The connection failed or broke; worth retrying. The underlying error is its
     /// [`source`](std::error::Error::source).
     #[error("network error: {0}")]
@@ -104,10 +115,18 @@ pub enum ProviderError {
     Auth(String),
     /// Too many requests; retry after the given delay when the service said one.
     #[error("rate limited{}: {message}", retry_after_ms.map(|ms| format!(" (retry after {ms} ms)")).unwrap_or_default())]
-    RateLimited { retry_after_ms: Option<u64>, message: String },
+    RateLimited {
+        /// The wait the service asked for, in milliseconds; `None` when it named none.
+        retry_after_ms: Option<u64>,
+        /// The service's error text.
+        message: String,
+    },
     /// The prompt does not fit the model's context window.
     #[error("context overflow: {message}")]
-    ContextOverflow { message: String },
+    ContextOverflow {
+        /// The service's error text.
+        message: String,
+    },
     /// The response could not be understood (malformed stream, bad JSON).
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -118,6 +137,7 @@ pub enum ProviderError {
     /// retried: a deadline is the caller's.
     #[error("timed out: {0}")]
     Timeout(String),
+    /// Anything else, such as missing configuration or a request that cannot be built or signed.
     #[error("{0}")]
     Other(String),
 }
@@ -203,10 +223,13 @@ pub enum ToolError {
     /// The tool failed; the model sees the message. The error that caused it, when there is one
     /// (an I/O error...), is its [`source`](std::error::Error::source).
     Failed(#[source] Failure),
+    /// The model called a tool the run does not have; holds the name it used.
     #[error("Tool {0} not found")]
     NotFound(String),
+    /// The arguments do not fit the tool's parameters; holds what is wrong.
     #[error("invalid arguments: {0}")]
     InvalidArgs(String),
+    /// The call was cancelled before it finished.
     #[error("tool call cancelled")]
     Cancelled,
 }

@@ -3,6 +3,7 @@
 /// The verdict of an [`InputFilter`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FilterResult {
+    /// Let the input through unchanged.
     Pass,
     /// Let the input through with a warning appended to it for the model.
     Warn(String),
@@ -12,6 +13,7 @@ pub enum FilterResult {
 
 /// Inspects the text of the user messages of a prompt.
 pub trait InputFilter: Send + Sync {
+    /// Judges `text`: the text blocks of the prompt's user messages, joined by newlines.
     fn filter(&self, text: &str) -> FilterResult;
 }
 

@@ -36,7 +36,9 @@ pub enum StopReason {
 /// A message from the user.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UserMessage {
+    /// The message's blocks: text and images.
     pub content: Vec<Content>,
+    /// When the message was created, in milliseconds since the Unix epoch.
     pub timestamp: u64,
 }
 
@@ -44,13 +46,19 @@ pub struct UserMessage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AssistantMessage {
+    /// The answer's blocks, in the order the model produced them.
     pub content: Vec<Content>,
+    /// Why the model stopped.
     pub stop_reason: StopReason,
+    /// The model that answered: the name the service reports, or else the one requested.
     pub model: String,
     /// The `provider_id` of the provider that produced this message.
     pub provider: String,
+    /// Tokens the call used, as the provider reported them.
     pub usage: Usage,
+    /// When the message was created, in milliseconds since the Unix epoch.
     pub timestamp: u64,
+    /// What went wrong when `stop_reason` is [`StopReason::Error`]; `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
 }
@@ -90,10 +98,15 @@ impl AssistantMessage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResultMessage {
+    /// The id of the tool call this answers.
     pub tool_call_id: String,
+    /// The called tool's name.
     pub tool_name: String,
+    /// What the model sees of the result.
     pub content: Vec<Content>,
+    /// Whether the call failed; the model is told so.
     pub is_error: bool,
+    /// When the result was made, in milliseconds since the Unix epoch.
     pub timestamp: u64,
     /// Structured details for hosts and UIs; never sent to the model.
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -118,8 +131,11 @@ impl ToolResultMessage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum Message {
+    /// From the user (`"user"`).
     User(UserMessage),
+    /// From the model (`"assistant"`).
     Assistant(AssistantMessage),
+    /// A tool call's result (`"toolResult"`).
     ToolResult(ToolResultMessage),
 }
 
@@ -157,7 +173,9 @@ impl Message {
 /// Serialized as `{"role":"extension","kind":"...","data":...}`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExtensionMessage {
+    /// The application's name for the message type, to dispatch on.
     pub kind: String,
+    /// The payload, any JSON.
     pub data: Value,
 }
 
@@ -185,7 +203,9 @@ impl<'de> Deserialize<'de> for ExtensionMessage {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AgentMessage {
+    /// A message sent to the model.
     Llm(Message),
+    /// A host message the model never sees.
     Extension(ExtensionMessage),
 }
 

@@ -17,13 +17,21 @@ use crate::tool::ToolDefinition;
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct StreamRequest<'a> {
+    /// The model to call, as the provider names it.
     pub model: &'a str,
+    /// The system prompt; empty for none.
     pub system_prompt: &'a str,
+    /// The conversation so far, oldest first.
     pub messages: &'a [&'a Message],
+    /// The tools the model may call; empty by default.
     pub tools: &'a [ToolDefinition],
+    /// How much the model should reason. Default [`ThinkingLevel::Off`].
     pub thinking_level: ThinkingLevel,
+    /// The cap on output tokens; `None`: the provider's default.
     pub max_tokens: Option<u32>,
+    /// The sampling temperature; `None`: the service's default.
     pub temperature: Option<f32>,
+    /// Prompt caching, for providers with explicit caching. Default: on, automatic breakpoints.
     pub cache_config: CacheConfig,
     /// The caller's retry policy for this call, for a provider that retries failed requests
     /// itself (see [`StreamProvider::retries_requests`]); `None`: the provider's own policy.
@@ -59,23 +67,34 @@ impl<'a> StreamRequest<'a> {
 #[serde(tag = "type", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum StreamDelta {
+    /// More text of a text block.
     Text {
+        /// The block's position in the final message.
         index: usize,
+        /// The text to append.
         delta: String,
     },
+    /// More reasoning text of a thinking block.
     Thinking {
+        /// The block's position in the final message.
         index: usize,
+        /// The text to append.
         delta: String,
     },
     /// A fragment of a tool call's JSON arguments. `id` and `name` are sent with the first fragment
     /// of each call when the provider has them.
     #[serde(rename_all = "camelCase")]
     ToolCall {
+        /// The block's position in the final message.
         index: usize,
+        /// The call's id; `None` after the first fragment, or when the provider has none yet.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
+        /// The called tool's name; `None` after the first fragment, or when the provider has none
+        /// yet.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// The argument JSON text to append; not valid JSON on its own.
         delta: String,
     },
 }
@@ -87,20 +106,26 @@ pub enum StreamDelta {
 pub enum StreamEvent {
     /// The response began.
     Start,
+    /// An increment of the message.
     Delta(StreamDelta),
     /// The complete message.
     Done(AssistantMessage),
     /// The call failed. `partial` holds what arrived before the failure, with `stop_reason`
     /// `Error` (or `Aborted` on cancellation) and `error_message` set.
     Error {
+        /// Why the call failed.
         error: ProviderError,
+        /// The message as far as it got.
         partial: AssistantMessage,
     },
     /// A request failed and will be sent again after `delay`: retry number `attempt` (1-based)
     /// of the call's retry policy. Only before the response began; nothing streamed is retried.
     Retry {
+        /// The retry's number, from 1.
         attempt: u32,
+        /// The wait before the request is sent again.
         delay: Duration,
+        /// Why the request failed.
         error: ProviderError,
     },
 }

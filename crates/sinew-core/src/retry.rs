@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 pub struct RetryConfig {
     /// Retries after the first attempt; 0 disables retrying.
     pub max_retries: u32,
+    /// The delay before the first retry, in milliseconds. Default 1,000.
     pub initial_delay_ms: u64,
+    /// The factor each next delay grows by. Default 2.0.
     pub backoff_multiplier: f64,
+    /// The cap on any one delay, in milliseconds. Default 30,000.
     pub max_delay_ms: u64,
 }
 

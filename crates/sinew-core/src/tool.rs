@@ -61,8 +61,11 @@ pub fn check_tool_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<
 /// A tool as the model sees it: name, description, JSON Schema of its parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
+    /// The name the model calls it by: 1 to [`MAX_TOOL_NAME_LEN`] of a-z, A-Z, 0-9, `_` and `-`.
     pub name: String,
+    /// What the tool does and when to use it, for the model.
     pub description: String,
+    /// A JSON Schema (an object schema) of the arguments.
     pub parameters: Value,
 }
 
@@ -103,14 +106,18 @@ pub type ProgressFn = Arc<dyn Fn(&str) + Send + Sync>;
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ToolContext {
+    /// The model's id for the call.
     pub tool_call_id: String,
+    /// The name the tool was called by.
     pub tool_name: String,
     /// The run that called the tool (`None` outside an agent loop). A sub-agent tool makes it its
     /// child run's `parent_loop_id`.
     pub loop_id: Option<Arc<str>>,
     /// Cancelled when the run is aborted. Long-running tools must watch it.
     pub cancel: CancellationToken,
+    /// Receives [`update`](Self::update)'s partial results; `None` drops them.
     pub on_update: Option<ToolUpdateFn>,
+    /// Receives [`progress`](Self::progress)'s notes; `None` drops them.
     pub on_progress: Option<ProgressFn>,
 }
 

@@ -9,9 +9,13 @@ use serde::{Deserialize, Serialize};
 pub struct Usage {
     /// Input tokens not read from or written to the cache.
     pub input: u64,
+    /// Output tokens, reasoning included.
     pub output: u64,
+    /// Prompt tokens read from the cache; 0 when the provider reports none.
     pub cache_read: u64,
+    /// Prompt tokens written to the cache; 0 when the provider reports none.
     pub cache_write: u64,
+    /// The total the service reported, or else the sum of the other counts.
     pub total_tokens: u64,
 }
 

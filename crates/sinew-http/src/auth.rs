@@ -12,7 +12,12 @@ pub enum Auth {
     /// `Authorization: Bearer <token>`.
     Bearer(String),
     /// The key in a header of its own: Azure's `api-key`, Gemini's `x-goog-api-key`.
-    Header { name: String, value: String },
+    Header {
+        /// The header's name, such as `"api-key"`.
+        name: String,
+        /// The key, sent as is.
+        value: String,
+    },
 }
 
 impl Auth {

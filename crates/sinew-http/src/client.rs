@@ -60,6 +60,7 @@ impl HttpClient {
         HttpClient::builder().proxies_from_env().build()
     }
 
+    /// Settings to start from: the defaults, no proxy.
     pub fn builder() -> HttpClientBuilder {
         HttpClientBuilder::default()
     }
@@ -164,6 +165,7 @@ impl HttpClientBuilder {
         self
     }
 
+    /// The client. Proxies from the environment are read now.
     pub fn build(self) -> HttpClient {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -272,7 +274,9 @@ fn with_default_port(dst: Uri) -> Uri {
 /// A response whose body is read chunk by chunk, each read bounded by the read timeout.
 #[derive(Debug)]
 pub struct HttpResponse {
+    /// The response's status, whatever it is.
     pub status: StatusCode,
+    /// The response's headers.
     pub headers: HeaderMap,
     body: Incoming,
     read_timeout: Duration,

@@ -38,6 +38,7 @@ pub struct SseMessageDecoder<H> {
 }
 
 impl<H: SseHandler> SseMessageDecoder<H> {
+    /// A decoder that hands each event to `handler`.
     pub fn new(handler: H) -> Self {
         SseMessageDecoder { sse: SseDecoder::new(), events: Vec::new(), handler, finished: false }
     }
@@ -84,6 +85,7 @@ impl<H: SseHandler> SseMessageDecoder<H> {
         out.push(StreamEvent::Error { error, partial });
     }
 
+    /// The protocol's handler, with whatever state it kept.
     pub fn handler(&self) -> &H {
         &self.handler
     }

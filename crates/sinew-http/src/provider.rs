@@ -15,7 +15,9 @@ use crate::stream::{StreamDecoder, StreamLimits, stream_response_with};
 
 /// A wire protocol, as a provider crate defines it.
 pub trait Protocol: Send + Sync + 'static {
+    /// The provider's settings: endpoint, credentials, request defaults.
     type Config: fmt::Debug + Send + Sync + 'static;
+    /// Turns the response body into stream events.
     type Decoder: StreamDecoder;
 
     /// The configuration the environment describes (what `from_env` uses).
@@ -81,6 +83,7 @@ impl<P: Protocol> HttpProvider<P> {
         self
     }
 
+    /// The protocol's configuration this provider was built with.
     pub fn config(&self) -> &P::Config {
         &self.config
     }

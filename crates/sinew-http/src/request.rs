@@ -95,9 +95,13 @@ pub fn json_f32(value: f32) -> f64 {
 /// An HTTP request, ready for any transport. `Debug` never shows secrets.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
+    /// The HTTP method; `POST` for model calls.
     pub method: http::Method,
+    /// The full URL, query included; it may hold a key (`Debug` redacts it).
     pub url: String,
+    /// `(name, value)` pairs, sent in order; names compare case-insensitively.
     pub headers: Vec<(String, String)>,
+    /// The body, sent as is (JSON for most protocols).
     pub body: Bytes,
 }
 

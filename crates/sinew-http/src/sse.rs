@@ -20,6 +20,7 @@ pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("a server-sent event exceeded the {limit}-byte limit")]
 pub struct EventTooLarge {
+    /// The decoder's bound, in bytes.
     pub limit: usize,
 }
 

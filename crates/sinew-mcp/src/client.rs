@@ -45,6 +45,8 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Closures `Fn(Value) -> impl Future<Output = Result<Value, RpcError>>` implement it.
 #[async_trait]
 pub trait ServerRequestHandler: Send + Sync {
+    /// Answers one server request given its JSON-RPC `params`; the `Ok` value is sent back as the
+    /// `result`, an `Err` as the error.
     async fn handle(&self, params: Value) -> Result<Value, RpcError>;
 }
 
@@ -62,8 +64,11 @@ where
 /// A progress notification for a request.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
+    /// Progress so far (`progress`); it grows with each notification. 0 when the server sent none.
     pub progress: f64,
+    /// The value `progress` will reach (`total`); `None` when the server does not know it.
     pub total: Option<f64>,
+    /// A human-readable status (`message`), when the server sends one.
     pub message: Option<String>,
 }
 

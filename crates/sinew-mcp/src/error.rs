@@ -15,13 +15,25 @@ pub enum McpError {
     Transport(String),
     /// The server answered over HTTP with a failure status and no JSON-RPC error.
     #[error("HTTP {status}: {message}")]
-    Http { status: u16, message: String },
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// An excerpt of the response body, or what the status means here (an expired session...).
+        message: String,
+    },
     /// The server broke the protocol: a malformed or oversized message, a missing result.
     #[error("protocol error: {0}")]
     Protocol(String),
     /// The server answered with a JSON-RPC error.
     #[error("JSON-RPC error {code}: {message}")]
-    JsonRpc { code: i64, message: String, data: Option<Value> },
+    JsonRpc {
+        /// The JSON-RPC error `code` (see [`codes`]).
+        code: i64,
+        /// The error's `message`.
+        message: String,
+        /// The error's `data`, when the server sent any.
+        data: Option<Value>,
+    },
     /// A message could not be encoded or decoded.
     #[error("serialization error: {0}")]
     Serialization(String),
@@ -33,21 +45,40 @@ pub enum McpError {
     ConnectionClosed(String),
     /// No answer came in time. A `notifications/cancelled` was sent for the request.
     #[error("`{method}` timed out after {after:?}")]
-    Timeout { method: String, after: Duration },
+    Timeout {
+        /// The request's method, e.g. `tools/call`.
+        method: String,
+        /// How long it waited: the request timeout, or the maximum request time when progress kept
+        /// restarting it.
+        after: Duration,
+    },
     /// Our side cancelled the request. A `notifications/cancelled` was sent for it.
     #[error("`{method}` was cancelled")]
-    Cancelled { method: String },
+    Cancelled {
+        /// The request's method, e.g. `tools/call`.
+        method: String,
+    },
     /// No protocol revision both sides speak.
     #[error("no common protocol version: we speak {ours}, the server offered {theirs}")]
-    UnsupportedVersion { ours: String, theirs: String },
+    UnsupportedVersion {
+        /// The protocol versions we speak, comma-separated.
+        ours: String,
+        /// The version or versions the server offered, comma-separated.
+        theirs: String,
+    },
 }
 
 /// JSON-RPC error codes of the protocol.
 pub mod codes {
+    /// -32700: the message was not valid JSON.
     pub const PARSE_ERROR: i64 = -32700;
+    /// -32600: the message is not a valid JSON-RPC request.
     pub const INVALID_REQUEST: i64 = -32600;
+    /// -32601: the method does not exist or is not offered.
     pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// -32602: the method's params are invalid.
     pub const INVALID_PARAMS: i64 = -32602;
+    /// -32603: the receiver failed internally.
     pub const INTERNAL_ERROR: i64 = -32603;
     /// 2026-07-28: a required HTTP header is missing or disagrees with the body.
     pub const HEADER_MISMATCH: i64 = -32020;

@@ -12,7 +12,9 @@ use crate::error::McpError;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {
+    /// A numeric id, as `1`.
     Number(i64),
+    /// A string id, as `"abc"`.
     String(String),
 }
 
@@ -28,13 +30,17 @@ impl fmt::Display for RequestId {
 /// The `error` member of a response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RpcError {
+    /// The error `code`; [`crate::codes`] lists the protocol's.
     pub code: i64,
+    /// A short description of the error (`message`).
     pub message: String,
+    /// Extra information about the error (`data`); `None`: left out of the JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error with `code` and `message`, and no `data`.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError { code, message: message.into(), data: None }
     }

@@ -46,11 +46,14 @@ pub enum ProtocolEra {
 /// `name` and `version` of a client or server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Implementation {
+    /// The program's name (`name`).
     pub name: String,
+    /// The program's version (`version`), free-form.
     pub version: String,
 }
 
 impl Implementation {
+    /// An implementation called `name` at `version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Implementation { name: name.into(), version: version.into() }
     }
@@ -63,6 +66,7 @@ pub struct ServerDescription {
     pub protocol_version: String,
     /// Whether the stateless revision is in use.
     pub stateless: bool,
+    /// The server's name and version (`serverInfo`); `None` when it sent none.
     pub server_info: Option<Implementation>,
     /// The server's capabilities, as it sent them.
     pub capabilities: Value,
@@ -74,15 +78,21 @@ pub struct ServerDescription {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct McpToolInfo {
+    /// The tool's name (`name`), unique on its server; `tools/call` requests name it.
     pub name: String,
+    /// A display name (`title`, since 2025-06-18); `None`: `name` serves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What the tool does, for the model (`description`); `None` when the server gave none.
     #[serde(default)]
     pub description: Option<String>,
+    /// The JSON Schema of the arguments (`inputSchema`); `{"type": "object"}` when missing.
     #[serde(default = "empty_object_schema")]
     pub input_schema: Value,
+    /// The JSON Schema of the result's `structuredContent` (`outputSchema`), if the tool declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Behavior hints (`annotations`: `readOnlyHint`, `destructiveHint`...), as the server sent them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
 }
@@ -95,10 +105,13 @@ fn empty_object_schema() -> Value {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
+    /// The result's content blocks (`content`: text, image, audio, resources...), as sent; empty when missing.
     #[serde(default)]
     pub content: Vec<Value>,
+    /// The structured result (`structuredContent`), matching the tool's output schema; `None` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// Whether the tool failed (`isError`); `false` when missing.
     #[serde(default)]
     pub is_error: bool,
 }
@@ -106,7 +119,9 @@ pub struct CallToolResult {
 /// A root the client exposes to servers that ask (`roots/list`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Root {
+    /// The root's URI (`uri`), a `file://` URI.
     pub uri: String,
+    /// A display name for the root (`name`); `None`: left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }

@@ -15,5 +15,10 @@ pub enum OpenApiError {
     Fetch(String),
     /// A `$ref` that cannot be followed.
     #[error("cannot follow `{reference}`: {why}")]
-    Ref { reference: String, why: String },
+    Ref {
+        /// The `$ref` as the document writes it (`#/components/schemas/Pet`).
+        reference: String,
+        /// Why it cannot be followed: not local, pointing at nothing, or referring to itself.
+        why: String,
+    },
 }

@@ -13,9 +13,13 @@ const MAX_NAME: usize = 64;
 /// Where a parameter goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Location {
+    /// In the URL path, filling `{name}` in the path template (`in: path`).
     Path,
+    /// In the query string (`in: query`).
     Query,
+    /// A request header (`in: header`).
     Header,
+    /// A cookie, sent in the `Cookie` header (`in: cookie`).
     Cookie,
 }
 
@@ -47,18 +51,27 @@ pub struct Parameter {
     pub name: String,
     /// The name in the tool's arguments (the wire name, or `{location}_{name}` on a clash).
     pub argument: String,
+    /// Where the parameter goes (`in`).
     pub location: Location,
+    /// Whether the tool's arguments must include it (`required`); always `true` for path parameters.
     pub required: bool,
+    /// How the value is serialized (`style`); default `form` for query and cookie, `simple` otherwise.
     pub style: String,
+    /// Whether arrays and objects become separate values (`explode`); default `true` for `form` style.
     pub explode: bool,
+    /// The JSON Schema of its argument, `$ref`s inlined, with the parameter's `description`;
+    /// `{"type": "string"}` when the document gives none.
     pub schema: Value,
 }
 
 /// The request body of an operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestBody {
+    /// The media type sent: a JSON type first, then a URL-encoded form, else the first one listed.
     pub content_type: String,
+    /// Whether the tool's arguments must include the body (`required`; default `false`).
     pub required: bool,
+    /// The JSON Schema of the body, `$ref`s inlined; `{}` when the document gives none.
     pub schema: Value,
     /// The argument holding it (`body`, or `request_body` if a parameter is called `body`).
     pub argument: String,
@@ -67,15 +80,22 @@ pub struct RequestBody {
 /// One operation, ready to be a tool.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
+    /// The tool's name: the sanitized `operationId`, else built from method and path
+    /// (`get_pet_by_petId`); unique in the toolset and at most 64 characters.
     pub tool_name: String,
     /// The document's `operationId`, when it has one.
     pub operation_id: Option<String>,
     /// The document's `tags`.
     pub tags: Vec<String>,
+    /// The HTTP method.
     pub method: http::Method,
+    /// The path template as the document writes it (`/pets/{petId}`).
     pub path: String,
+    /// The tool's description: the operation's `summary` and `description`, else `"GET /path"`.
     pub description: String,
+    /// The operation's parameters and its path's (the operation's own win on a clash), in document order.
     pub parameters: Vec<Parameter>,
+    /// The request body; `None` when the operation takes none or it has no `content`.
     pub body: Option<RequestBody>,
     /// Security requirements in force (the operation's, else the document's): alternatives, each
     /// a list of scheme names.

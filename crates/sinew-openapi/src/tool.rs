@@ -27,7 +27,12 @@ pub enum Credential {
     /// An API key (`apiKey` schemes) or a bearer token (`http` bearer, `oauth2`, `openIdConnect`).
     Secret(String),
     /// `http` basic.
-    Basic { username: String, password: String },
+    Basic {
+        /// The user name; sent as `Authorization: Basic base64(username:password)`.
+        username: String,
+        /// The password; never shown by `Debug`.
+        password: String,
+    },
 }
 
 impl fmt::Debug for Credential {
@@ -83,6 +88,8 @@ pub struct OpenApiToolset {
 }
 
 impl OpenApiToolset {
+    /// Tools for every operation of `document`, with the defaults: the document's first server URL,
+    /// no credentials, 64 KiB responses, a 30 s timeout.
     pub fn new(document: OpenApiDocument) -> Self {
         OpenApiToolset {
             document,

@@ -32,7 +32,9 @@ impl fmt::Debug for AnthropicAuth {
 /// extra headers (see [`sinew_http::Redacted`]).
 #[derive(Clone)]
 pub struct AnthropicConfig {
+    /// The API's root, without `/v1/messages`. Default `https://api.anthropic.com`.
     pub base_url: String,
+    /// An API key or a Claude subscription's OAuth token.
     pub auth: AnthropicAuth,
     /// `max_tokens` when the request sets none (the API requires one).
     pub default_max_tokens: u32,

@@ -15,22 +15,32 @@ const MIN_FRAME_LEN: usize = PRELUDE_LEN + 4;
 /// A typed header value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HeaderValue {
+    /// Types 0 (`true`) and 1 (`false`).
     Bool(bool),
+    /// Type 2: a signed byte.
     Byte(i8),
+    /// Type 3: a big-endian 16-bit integer.
     Short(i16),
+    /// Type 4: a big-endian 32-bit integer.
     Int(i32),
+    /// Type 5: a big-endian 64-bit integer.
     Long(i64),
+    /// Type 6: a length-prefixed byte array.
     Bytes(Vec<u8>),
+    /// Type 7: a length-prefixed UTF-8 string, like `:event-type`.
     String(String),
     /// Milliseconds since the epoch.
     Timestamp(i64),
+    /// Type 9: a 16-byte UUID.
     Uuid([u8; 16]),
 }
 
 /// One decoded frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
+    /// The headers, in frame order (`:event-type`, `:message-type`, ...).
     pub headers: Vec<(String, HeaderValue)>,
+    /// The payload bytes (JSON for Bedrock's events).
     pub payload: Vec<u8>,
 }
 
@@ -53,6 +63,7 @@ pub struct FrameDecoder {
 }
 
 impl FrameDecoder {
+    /// A decoder with nothing buffered.
     pub fn new() -> Self {
         FrameDecoder::default()
     }

@@ -16,7 +16,9 @@ use crate::decode::PROVIDER_ID;
 /// AWS credentials. `Debug` never shows the secret or the session token.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AwsCredentials {
+    /// The access key id (`AWS_ACCESS_KEY_ID`); `Debug` shows it.
     pub access_key_id: String,
+    /// The secret key (`AWS_SECRET_ACCESS_KEY`).
     pub secret_access_key: String,
     /// Set for temporary credentials (STS, SSO, instance roles).
     pub session_token: Option<String>,
@@ -48,6 +50,7 @@ impl AwsCredentials {
 
 /// Where credentials come from, asked before every request so rotating ones stay fresh.
 pub trait CredentialsProvider: Send + Sync + fmt::Debug {
+    /// The credentials to sign the next request with; an error fails that request.
     fn credentials(&self) -> Result<AwsCredentials, ProviderError>;
 }
 
@@ -89,9 +92,11 @@ impl fmt::Debug for Secret {
 /// Where and how to call ConverseStream.
 #[derive(Clone, Debug)]
 pub struct BedrockConfig {
+    /// The AWS region, such as `us-east-1`; SigV4 signatures are made for it.
     pub region: String,
     /// `https://bedrock-runtime.{region}.amazonaws.com` unless overridden (VPC endpoints, tests).
     pub endpoint: String,
+    /// SigV4 credentials or a Bedrock API key.
     pub auth: BedrockAuth,
 }
 

@@ -18,7 +18,9 @@ pub struct GeminiConfig {
     /// The URL up to the model name: `https://generativelanguage.googleapis.com/v1beta/models`,
     /// or a Vertex publisher path.
     pub models_url: String,
+    /// An `x-goog-api-key` header for the Gemini API, a bearer token for Vertex AI.
     pub auth: Auth,
+    /// Sent with every request (after the protocol's own headers).
     pub extra_headers: Vec<(String, String)>,
 }
 

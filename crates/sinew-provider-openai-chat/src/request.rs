@@ -13,14 +13,18 @@ use sinew_http::{Auth, HttpRequest, url_with_query};
 /// `max_tokens` for reasoning models); most compatible servers only know `max_tokens`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MaxTokensField {
+    /// `"max_tokens"`, the field most compatible servers know.
     MaxTokens,
+    /// `"max_completion_tokens"`, OpenAI's.
     MaxCompletionTokens,
 }
 
 /// The role of the system prompt: `developer` is what OpenAI's reasoning models expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SystemRole {
+    /// `"role": "system"`, understood everywhere.
     System,
+    /// `"role": "developer"`, for OpenAI's reasoning models.
     Developer,
 }
 
@@ -44,13 +48,17 @@ pub struct OpenAiChatConfig {
     pub provider_id: String,
     /// Up to and including the version segment: `https://api.openai.com/v1`.
     pub base_url: String,
+    /// Usually a bearer token; Azure's `api-key` header; none for a local server.
     pub auth: Auth,
     /// Query parameters on every request (Azure's `api-version`).
     pub query: Vec<(String, String)>,
     /// Sent with every request (OpenRouter's `HTTP-Referer` and `X-Title`, for instance).
     pub extra_headers: Vec<(String, String)>,
+    /// The name the output-token limit is sent under.
     pub max_tokens_field: MaxTokensField,
+    /// The role the system prompt is sent with.
     pub system_role: SystemRole,
+    /// How the request's thinking level is sent.
     pub reasoning: ReasoningParam,
     /// `stream_options.include_usage` (Mistral rejects the field).
     pub include_usage: bool,

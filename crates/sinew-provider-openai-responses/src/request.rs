@@ -16,9 +16,11 @@ pub struct ResponsesConfig {
     pub provider_id: String,
     /// Up to the version segment: `https://api.openai.com/v1`.
     pub base_url: String,
+    /// A bearer token for OpenAI; Azure's `api-key` header.
     pub auth: Auth,
     /// Query parameters on every request (Azure's `api-version`).
     pub query: Vec<(String, String)>,
+    /// Sent with every request (after the protocol's own headers).
     pub extra_headers: Vec<(String, String)>,
     /// Reasoning summaries asked for with a thinking level (`"auto"`, `"concise"`, `"detailed"`).
     pub reasoning_summary: Option<String>,

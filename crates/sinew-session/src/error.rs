@@ -6,29 +6,46 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
+    /// No session has the id given.
     #[error("session {0} not found")]
     NotFound(String),
     /// A session id that cannot name a file or row (empty, a path separator, `..`).
     #[error("invalid session id {0:?}")]
     InvalidId(String),
+    /// Reading or writing a session file failed.
     #[error("cannot access {}", path.display())]
     Io {
+        /// The file or directory accessed.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A session could not be written as, or read from, JSON.
     #[error("session {id} is not valid session JSON")]
     Json {
+        /// The session's id.
         id: String,
+        /// The JSON error.
         #[source]
         source: serde_json::Error,
     },
+    /// A stored session has a newer format version than this build reads.
     #[error("session {id} has format version {found}; this build reads up to {supported}")]
-    UnsupportedFormat { id: String, found: u32, supported: u32 },
+    UnsupportedFormat {
+        /// The session's id.
+        id: String,
+        /// The format version the session was saved with.
+        found: u32,
+        /// The newest format version this build reads.
+        supported: u32,
+    },
     /// The database failed (connecting, a migration, or a statement).
     #[error("session database error while {doing}")]
     Database {
+        /// What the store was doing, such as `opening the database`.
         doing: &'static str,
+        /// The database's (or the connection pool's) error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },

@@ -156,6 +156,7 @@ impl JsonFileStore {
         JsonFileStore { dir: dir.into() }
     }
 
+    /// The directory holding the sessions, one `{session_id}.json` file each.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

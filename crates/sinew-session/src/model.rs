@@ -10,12 +10,18 @@ pub const SESSION_FORMAT_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Session {
+    /// The format version the session was saved with: [`SESSION_FORMAT_VERSION`] when this build
+    /// wrote it.
     pub format_version: u32,
+    /// The session's id, which names its file or row.
     pub session_id: String,
+    /// The id of the agent whose run opened the session.
     pub agent_id: String,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
+    /// When a loop of the session last started or ended, in milliseconds since the Unix epoch.
     pub updated_at: u64,
+    /// The session's runs, in the order they started.
     pub loops: Vec<LoopRecord>,
     /// For the session of a sub-agent: the parent run and tool call that spawned it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,10 +47,12 @@ impl Session {
         self.loops.iter().fold(Usage::default(), |sum, l| sum.combine(&l.usage))
     }
 
+    /// The loop `loop_id`, if this session holds it.
     pub fn get_loop(&self, loop_id: &str) -> Option<&LoopRecord> {
         self.loops.iter().find(|l| l.loop_id == loop_id)
     }
 
+    /// The loop `loop_id`, to change, if this session holds it.
     pub fn get_loop_mut(&mut self, loop_id: &str) -> Option<&mut LoopRecord> {
         self.loops.iter_mut().find(|l| l.loop_id == loop_id)
     }
@@ -99,14 +107,22 @@ impl Session {
 pub enum LoopStatus {
     /// Registered ahead of its start (a branch of a parallel group).
     Pending,
+    /// Started and not yet ended.
     #[default]
     Running,
+    /// Ended normally: the model answered and nothing was left to do.
     Completed,
+    /// Cancelled.
     Aborted,
+    /// Ended because a model call failed for good.
     Failed,
+    /// Ended at an execution limit.
     LimitReached,
+    /// Ended because an input filter rejected the prompt.
     Rejected,
+    /// Stopped by a `before_loop` or `before_turn` hook.
     Stopped,
+    /// Waiting for tool approvals or client-side tool results.
     Suspended,
 }
 
@@ -135,33 +151,45 @@ impl LoopStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoopRecord {
+    /// The run's id, as its events carry it.
     pub loop_id: String,
+    /// The id of the session holding the record, as the recorder's formation chose it.
     pub session_id: String,
+    /// The agent that ran.
     pub agent_id: String,
+    /// Where the run is in its life, and how it ended once closed.
     pub status: LoopStatus,
     /// Milliseconds since the Unix epoch.
     pub started_at: u64,
+    /// When the run ended, in milliseconds since the Unix epoch; `None` while it is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
+    /// How the run continues an earlier one (a rerun, a branch), as its start said; `None` when it
+    /// said nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation_kind: Option<ContinuationKind>,
+    /// The model that ran the loop; `None` when its start named no model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<LoopConfigSnapshot>,
     /// The messages the run appended (its `AgentEnd.messages`).
     #[serde(default)]
     pub messages: Vec<AgentMessage>,
+    /// The tokens the run used: its assistant messages' usage summed, zero until it ends.
     #[serde(default)]
     pub usage: Usage,
     /// The run's events, as far as the recorder keeps them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<LoopEvent>,
+    /// The run that spawned this one (a sub-agent's parent); `None` for a top-level run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_loop_id: Option<String>,
+    /// The runs this one spawned, in the order they were seen.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children_loop_ids: Vec<String>,
     /// Sub-agent runs this run spawned (possibly in other sessions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub child_loop_refs: Vec<ChildLoopRef>,
+    /// For a branch of a parallel group: the group, and whether this branch was selected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_group: Option<ParallelGroupRecord>,
 }
@@ -170,7 +198,9 @@ pub struct LoopRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoopEvent {
+    /// When the recorder saw the event, in milliseconds since the Unix epoch.
     pub at: u64,
+    /// The event, as the agent emitted it.
     pub event: AgentEvent,
 }
 
@@ -178,8 +208,11 @@ pub struct LoopEvent {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoopConfigSnapshot {
+    /// The model asked for.
     pub model: String,
+    /// The provider's id (its `provider_id`).
     pub provider: String,
+    /// The configuration id: the middle segment of the run's loop ids.
     pub config_id: String,
 }
 
@@ -187,9 +220,13 @@ pub struct LoopConfigSnapshot {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildLoopRef {
+    /// The id of the tool call that spawned the child run.
     pub tool_call_id: String,
+    /// The name of that tool.
     pub tool_name: String,
+    /// The session holding the child run.
     pub child_session_id: String,
+    /// The child run's loop id.
     pub child_loop_id: String,
 }
 
@@ -197,9 +234,13 @@ pub struct ChildLoopRef {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SpawnRef {
+    /// The session holding the parent run.
     pub parent_session_id: String,
+    /// The parent run's loop id.
     pub parent_loop_id: String,
+    /// The id of the parent's tool call that spawned this session; empty until its result is seen.
     pub tool_call_id: String,
+    /// The name of that tool; empty until the call's result is seen.
     pub tool_name: String,
 }
 
@@ -207,12 +248,14 @@ pub struct SpawnRef {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParallelGroupRecord {
+    /// The group's id (the `loop_id` of its `ParallelLoopStart` event).
     pub group_id: String,
     /// Every branch of the group, in order.
     pub branch_loop_ids: Vec<String>,
     /// The evaluation strategy's name.
     #[serde(default)]
     pub strategy: String,
+    /// The branch the strategy selected; `None` until the group ends, or when none was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_loop_id: Option<String>,
     /// Whether this branch was selected.

@@ -91,6 +91,7 @@ impl PostgresStore {
         Ok(store)
     }
 
+    /// The connection pool the store uses.
     pub fn pool(&self) -> &Pool {
         &self.pool
     }

@@ -63,10 +63,13 @@ pub struct SessionRecorder {
 }
 
 impl SessionRecorder {
+    /// A recorder grouping loops into sessions by `formation`, keeping lifecycle events
+    /// ([`EventRecording::Lifecycle`]).
     pub fn new(formation: Formation) -> Self {
         SessionRecorder { formation, ..SessionRecorder::default() }
     }
 
+    /// Keeps `recording`'s events in each [`LoopRecord`].
     #[must_use]
     pub fn with_event_recording(mut self, recording: EventRecording) -> Self {
         self.recording = recording;

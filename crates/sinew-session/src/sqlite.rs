@@ -78,6 +78,7 @@ impl SqliteStore {
         Ok(SqliteStore { inner: Arc::new(inner) })
     }
 
+    /// The path of the database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }

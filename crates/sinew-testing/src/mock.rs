@@ -23,7 +23,14 @@ pub enum MockStep {
     /// Sets the signature of the current thinking block.
     ThinkingSignature(String),
     /// A complete tool call, streamed as one argument fragment.
-    ToolCall { id: String, name: String, arguments: Value },
+    ToolCall {
+        /// The call's id, as a model gives it (`call_1`).
+        id: String,
+        /// The called tool's name.
+        name: String,
+        /// The call's JSON arguments.
+        arguments: Value,
+    },
     /// A pause (cancellable).
     Delay(Duration),
 }
@@ -75,12 +82,14 @@ impl MockResponse {
         MockResponse { ending: Ending::FailBeforeStart(error), ..MockResponse::new() }
     }
 
+    /// Appends a step.
     #[must_use]
     pub fn step(mut self, step: MockStep) -> Self {
         self.steps.push(step);
         self
     }
 
+    /// Appends a text delta; consecutive ones extend one text block.
     #[must_use]
     pub fn text_delta(self, delta: impl Into<String>) -> Self {
         self.step(MockStep::Text(delta.into()))
@@ -95,21 +104,25 @@ impl MockResponse {
         self
     }
 
+    /// Appends a thinking delta; consecutive ones extend one thinking block.
     #[must_use]
     pub fn thinking_delta(self, delta: impl Into<String>) -> Self {
         self.step(MockStep::Thinking(delta.into()))
     }
 
+    /// Sets the signature of the current thinking block.
     #[must_use]
     pub fn thinking_signature(self, signature: impl Into<String>) -> Self {
         self.step(MockStep::ThinkingSignature(signature.into()))
     }
 
+    /// Appends a complete tool call; the stop reason then defaults to `ToolUse`.
     #[must_use]
     pub fn tool_call(self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
         self.step(MockStep::ToolCall { id: id.into(), name: name.into(), arguments })
     }
 
+    /// Appends a pause of `delay`; cancelling the call ends it early.
     #[must_use]
     pub fn delay(self, delay: Duration) -> Self {
         self.step(MockStep::Delay(delay))
@@ -154,12 +167,19 @@ impl MockResponse {
 /// A model request as the mock saw it (owned copy of [`StreamRequest`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordedRequest {
+    /// The model the request asked for.
     pub model: String,
+    /// The system prompt sent; empty when there is none.
     pub system_prompt: String,
+    /// The messages sent, oldest first, as the provider received them.
     pub messages: Vec<Message>,
+    /// The tool definitions offered to the model.
     pub tools: Vec<ToolDefinition>,
+    /// The thinking level requested.
     pub thinking_level: ThinkingLevel,
+    /// The cap on the answer's tokens; `None`: not set.
     pub max_tokens: Option<u32>,
+    /// The sampling temperature; `None`: not set.
     pub temperature: Option<f32>,
     /// When the call was made (follows tokio's paused clock in tests).
     pub at: tokio::time::Instant,
@@ -186,6 +206,7 @@ pub struct MockProvider {
 }
 
 impl MockProvider {
+    /// A provider that plays `responses` in order, with provider id `"mock"`, recording requests.
     pub fn new(responses: impl IntoIterator<Item = MockResponse>) -> Self {
         MockProvider {
             state: Mutex::new(State { script: responses.into_iter().collect(), requests: Vec::new(), calls: 0 }),

@@ -26,6 +26,7 @@ pub fn free_port() -> u16 {
 #[derive(Debug)]
 pub struct PeerProcess {
     _child: Child,
+    /// The loopback port the server listens on.
     pub port: u16,
 }
 

@@ -23,10 +23,13 @@ use tokio_util::sync::CancellationToken;
 /// A request the server received.
 #[derive(Clone, Debug)]
 pub struct ReceivedRequest {
+    /// The HTTP method, upper case (`POST`).
     pub method: String,
     /// Path and query, as sent.
     pub path: String,
+    /// Every header in received order, names lower-cased, values decoded as lossy UTF-8.
     pub headers: Vec<(String, String)>,
+    /// The whole body, read before the response is chosen.
     pub body: Vec<u8>,
 }
 
@@ -76,6 +79,7 @@ pub struct ServedResponse {
 }
 
 impl ServedResponse {
+    /// A response with `status`, no headers and an empty body that ends normally.
     pub fn new(status: u16) -> Self {
         ServedResponse { status, headers: Vec::new(), parts: Vec::new(), end: BodyEnd::Complete }
     }
@@ -90,10 +94,12 @@ impl ServedResponse {
         ServedResponse::new(status).header("content-type", "application/json").chunk(body.to_string())
     }
 
+    /// The response's HTTP status code.
     pub fn status(&self) -> u16 {
         self.status
     }
 
+    /// Adds a header; repeated names are all sent.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -321,6 +327,7 @@ impl MockServer {
         format!("http://{}", self.addr)
     }
 
+    /// The loopback address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

@@ -58,6 +58,8 @@ pub struct FnTool {
 }
 
 impl FnTool {
+    /// A tool called `name` whose calls run `run(arguments, context)`; described as "A test tool.",
+    /// with schema `{"type": "object"}` and no approval.
     pub fn new<F, Fut>(name: impl Into<String>, run: F) -> Self
     where
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
@@ -72,12 +74,14 @@ impl FnTool {
         }
     }
 
+    /// Replaces the description the model sees (default: "A test tool.").
     #[must_use]
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
         self
     }
 
+    /// Replaces the arguments' JSON Schema (default: `{"type": "object"}`).
     #[must_use]
     pub fn with_schema(mut self, schema: Value) -> Self {
         self.schema = schema;

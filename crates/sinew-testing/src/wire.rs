@@ -22,10 +22,13 @@ use crate::server::ServedResponse;
 /// One model turn: text chunks, then tool calls, and the usage reported at the end.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WireTurn {
+    /// Text deltas of one text block, streamed in order before the tool calls; empty: no text block.
     pub text: Vec<String>,
     /// `(id, name, arguments)`.
     pub tool_calls: Vec<(String, String, Value)>,
+    /// Input (prompt) tokens reported at the end; 100 from [`WireTurn::new`].
     pub input_tokens: u64,
+    /// Output tokens reported at the end; 10 from [`WireTurn::new`].
     pub output_tokens: u64,
 }
 
@@ -42,12 +45,14 @@ impl WireTurn {
         self
     }
 
+    /// One more tool call, streamed after the text; any tool call makes the stop reason tool use.
     #[must_use]
     pub fn tool_call(mut self, id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
         self.tool_calls.push((id.into(), name.into(), arguments));
         self
     }
 
+    /// Sets the input and output tokens reported at the end.
     #[must_use]
     pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
         self.input_tokens = input_tokens;

@@ -135,6 +135,8 @@ impl BashTool {
         self
     }
 
+    /// How long a command may run (default 120 s); past it, everything it started is killed
+    /// and the call fails.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -148,12 +150,14 @@ impl BashTool {
         self
     }
 
+    /// Replaces [`DEFAULT_DENY_PATTERNS`]: commands containing one of `patterns` are refused.
     #[must_use]
     pub fn with_deny_patterns(mut self, patterns: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.deny_patterns = patterns.into_iter().map(Into::into).collect();
         self
     }
 
+    /// Asks `confirm` before each command that passed the deny patterns; `false` refuses it.
     #[must_use]
     pub fn with_confirm(mut self, confirm: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
         self.confirm = Some(Arc::new(confirm));

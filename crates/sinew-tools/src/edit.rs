@@ -20,6 +20,7 @@ pub struct EditFileTool {
 }
 
 impl EditFileTool {
+    /// Edits any file inside `workspace`, without asking for approval.
     pub fn new(workspace: Workspace) -> Self {
         EditFileTool { workspace, approval: false }
     }

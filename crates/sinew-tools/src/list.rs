@@ -23,12 +23,14 @@ impl ListFilesTool {
         ListFilesTool { workspace, max_results: 200, timeout: Duration::from_secs(10) }
     }
 
+    /// Paths listed per call (default 200); the rest are counted and the output says it was cut.
     #[must_use]
     pub fn with_max_results(mut self, max: usize) -> Self {
         self.max_results = max;
         self
     }
 
+    /// How long the walk may take (default 10 s); past it, the call fails.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;

@@ -29,6 +29,7 @@ pub struct ReadFileTool {
 }
 
 impl ReadFileTool {
+    /// Reads any file inside `workspace`.
     pub fn new(workspace: Workspace) -> Self {
         ReadFileTool { workspace }
     }

@@ -30,6 +30,8 @@ impl SearchTool {
         SearchTool { workspace, max_results: 100, timeout: Duration::from_secs(10) }
     }
 
+    /// Matching lines shown per call (default 100); the rest are counted and the output says it
+    /// was cut.
     #[must_use]
     pub fn with_max_results(mut self, max: usize) -> Self {
         self.max_results = max;

@@ -31,10 +31,12 @@ impl Workspace {
         Ok(Workspace::unrestricted(std::env::current_dir()?))
     }
 
+    /// The directory relative paths resolve against; canonical when confined.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// Whether paths outside the root are refused.
     pub fn is_confined(&self) -> bool {
         self.confined
     }

@@ -15,6 +15,7 @@ pub struct WriteFileTool {
 }
 
 impl WriteFileTool {
+    /// Writes any file inside `workspace`, without asking for approval.
     pub fn new(workspace: Workspace) -> Self {
         WriteFileTool { workspace, approval: false }
     }

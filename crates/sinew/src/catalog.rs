@@ -8,26 +8,36 @@ mod models;
 /// US dollars per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Price {
+    /// Per million uncached input tokens.
     pub input: f64,
+    /// Per million output tokens, reasoning included.
     pub output: f64,
+    /// Per million input tokens read from the prompt cache.
     pub cache_read: f64,
+    /// Per million input tokens written to the prompt cache.
     pub cache_write: f64,
 }
 
 /// What sinew knows about a model.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelInfo {
+    /// The model's id as its provider names it (`"claude-sonnet-4-5"`); ids with a version
+    /// suffix added find the entry too.
     pub id: &'static str,
     /// The provider id that serves it (`anthropic`, `openai`, `openai_responses`, `google`,
     /// `bedrock`, or a compatible server's id).
     pub protocol: &'static str,
+    /// The context window, in tokens; the agent sizes its default compaction budget from it.
     pub context_window: u32,
+    /// The most output tokens one call may produce.
     pub max_output_tokens: u32,
     /// Whether it thinks (a thinking level has an effect).
     pub reasoning: bool,
+    /// What its tokens cost.
     pub price: Price,
     /// Where the figures come from, and when they were read.
     pub source: &'static str,
+    /// When the figures were read from `source`, such as `"2025-10"`.
     pub as_of: &'static str,
 }
 

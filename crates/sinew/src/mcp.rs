@@ -1,4 +1,4 @@
-//! MCP servers' tools on an agent: everything of [`sinew_mcp`], plus [`AgentMcpExt`](crate::mcp::AgentMcpExt).
+//! MCP servers' tools on an agent: everything of [`sinew_mcp`], plus [`AgentMcpExt`].
 
 use std::sync::Arc;
 

@@ -110,7 +110,9 @@ impl ChatMessage {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolCall {
+    /// The call's id, which the response to it repeats.
     pub id: String,
+    /// The name of the function called (or that responded).
     pub name: String,
     /// The arguments as JSON text (a call).
     pub input: String,
@@ -135,12 +137,16 @@ impl ToolCall {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ConversationKey {
+    /// The ADK app the conversation belongs to.
     pub app_name: String,
+    /// The user whose conversation it is.
     pub user_id: String,
+    /// The conversation's id, which is the ADK session's id.
     pub id: String,
 }
 
 impl ConversationKey {
+    /// The key of conversation `id` of `user_id` in `app_name`.
     pub fn new(app_name: impl Into<String>, user_id: impl Into<String>, id: impl Into<String>) -> Self {
         ConversationKey { app_name: app_name.into(), user_id: user_id.into(), id: id.into() }
     }
@@ -150,8 +156,11 @@ impl ConversationKey {
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct Conversation {
+    /// Which conversation this is.
     pub key: ConversationKey,
+    /// The conversation's state, `app:` and `user:` keys included (kept per conversation).
     pub state: Map<String, Value>,
+    /// The messages, oldest first; empty in the answers of [`MessageStore::list`].
     pub messages: Vec<ChatMessage>,
     /// Seconds since the epoch.
     pub updated_at: f64,
@@ -193,6 +202,7 @@ pub struct InMemoryMessageStore {
 }
 
 impl InMemoryMessageStore {
+    /// An empty store.
     pub fn new() -> Self {
         InMemoryMessageStore::default()
     }

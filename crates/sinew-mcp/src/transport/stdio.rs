@@ -42,12 +42,15 @@ pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL",
 /// How to start a stdio server.
 #[derive(Clone, Default)]
 pub struct StdioCommand {
+    /// The executable to start: a path, or a name looked up in `PATH`.
     pub program: String,
+    /// The arguments passed to it, in order.
     pub args: Vec<String>,
     /// Variables set for the server, on top of what it inherits.
     pub env: HashMap<String, String>,
     /// More of the client's variables the server inherits, besides [`DEFAULT_INHERITED_ENV`].
     pub inherit: Vec<String>,
+    /// The server's working directory; `None`: the client's.
     pub cwd: Option<PathBuf>,
 }
 
@@ -67,10 +70,12 @@ impl std::fmt::Debug for StdioCommand {
 }
 
 impl StdioCommand {
+    /// Starts `program` with no arguments, the default inherited environment and the client's working directory.
     pub fn new(program: impl Into<String>) -> Self {
         StdioCommand { program: program.into(), ..StdioCommand::default() }
     }
 
+    /// Appends arguments.
     #[must_use]
     pub fn args<I, S>(mut self, args: I) -> Self
     where
@@ -81,6 +86,7 @@ impl StdioCommand {
         self
     }
 
+    /// Sets the server's variable `name` to `value`, on top of what it inherits.
     #[must_use]
     pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(name.into(), value.into());
@@ -107,6 +113,7 @@ impl StdioCommand {
         inherited.chain(set).collect()
     }
 
+    /// Starts the server in `dir` instead of the client's working directory.
     #[must_use]
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());

@@ -30,13 +30,35 @@ const USER: &str = "user";
 #[non_exhaustive]
 pub enum StreamEvent {
     /// A fragment of the agent's answer.
-    TextDelta { text: String },
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
     /// A tool is about to run.
-    ToolCallStart { call_id: String, tool: String, input: Value },
+    ToolCallStart {
+        /// The model's id for the call.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+        /// The arguments the tool is called with.
+        input: Value,
+    },
     /// A tool ran: its output, or the error it failed with (which the agent sees, and goes on).
-    ToolCallEnd { call_id: String, tool: String, output: Option<Value>, error: Option<String> },
+    ToolCallEnd {
+        /// The model's id for the call.
+        call_id: String,
+        /// The tool's name.
+        tool: String,
+        /// The tool's response; `None` when the tool failed without one.
+        output: Option<Value>,
+        /// What failed: the tool's error, or the `error` its response carries; `None` on success.
+        error: Option<String>,
+    },
     /// The run failed.
-    Error { error: String },
+    Error {
+        /// Why the run failed.
+        error: String,
+    },
 }
 
 /// Where a streaming run's events go. A bounded channel: a reader that falls behind slows the
@@ -48,6 +70,7 @@ pub type StreamCallback = mpsc::Sender<StreamEvent>;
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ExecuteRequest {
+    /// The agent definition to run.
     pub definition: AgentDefinition,
     /// The conversation the run answers in, when there is one.
     pub conversation_id: Option<Uuid>,
@@ -92,10 +115,13 @@ impl ExecuteRequest {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ExecuteResult {
+    /// The id of the recorded run.
     pub run_id: Uuid,
+    /// `Completed`, or `Failed` with the reason in `error`.
     pub status: RunStatus,
     /// The agent's answer (what it said before a failure, when it failed).
     pub text: String,
+    /// Why the run failed; `None` when it completed.
     pub error: Option<String>,
 }
 

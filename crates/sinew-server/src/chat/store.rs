@@ -23,7 +23,9 @@ pub enum ChatError {
     /// The database failed.
     #[error("{what}: {source}")]
     Store {
+        /// What the store was doing, such as `reading a run`.
         what: &'static str,
+        /// The database's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -35,6 +37,7 @@ impl ChatError {
     }
 }
 
+/// `Result` with [`ChatError`].
 pub type ChatResult<T> = std::result::Result<T, ChatError>;
 
 /// What an agent is made of (the body of `POST /api/agent-definitions`).
@@ -42,9 +45,11 @@ pub type ChatResult<T> = std::result::Result<T, ChatError>;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[non_exhaustive]
 pub struct AgentDefinitionSpec {
+    /// The agent's name, recorded with each of its runs.
     pub name: String,
     /// `provider/model`.
     pub model: String,
+    /// The agent's system instruction; empty for none.
     #[serde(default)]
     pub instruction: String,
     /// Tools by name.
@@ -87,10 +92,14 @@ impl AgentDefinitionSpec {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentDefinition {
+    /// The definition's id, given when it was created.
     pub id: Uuid,
+    /// What the agent is made of; its fields sit at the top level of the JSON.
     #[serde(flatten)]
     pub spec: AgentDefinitionSpec,
+    /// When the definition was created (UTC).
     pub created_at: DateTime<Utc>,
+    /// When the definition was last replaced (UTC); `created_at` until then.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -98,10 +107,16 @@ pub struct AgentDefinition {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatConversation {
+    /// The conversation's id.
     pub id: Uuid,
+    /// The title given at creation, or else the first line of the first message, cut at 60
+    /// characters.
     pub title: String,
+    /// The agent definition that answers in it; `None` for a plain conversation.
     pub agent_definition_id: Option<Uuid>,
+    /// When the conversation was created (UTC).
     pub created_at: DateTime<Utc>,
+    /// When a message was last added (UTC); `created_at` until then.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -109,13 +124,17 @@ pub struct ChatConversation {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredMessage {
+    /// The message's id.
     pub id: Uuid,
+    /// The conversation it belongs to.
     pub conversation_id: Uuid,
     /// `user` or `assistant`.
     pub role: String,
+    /// The message's text.
     pub content: String,
     /// For an agent's answer, `{"agent_run_id": "<run id>"}`.
     pub retrieval_context: Option<Value>,
+    /// When the message was stored (UTC).
     pub created_at: DateTime<Utc>,
 }
 
@@ -160,8 +179,11 @@ impl StoredMessage {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RunStatus {
+    /// Under way.
     Running,
+    /// Ended with an answer.
     Completed,
+    /// Ended with an error, which the run records.
     Failed,
 }
 
@@ -188,17 +210,26 @@ impl RunStatus {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentRun {
+    /// The run's id.
     pub id: Uuid,
+    /// The definition that ran; `None` once that definition is deleted.
     pub agent_definition_id: Option<Uuid>,
+    /// The conversation the run answered in; `None` for a run outside any, or once the conversation
+    /// is deleted.
     pub conversation_id: Option<Uuid>,
+    /// The name of the agent that ran.
     pub agent_name: String,
+    /// Whether the run is under way, completed or failed.
     pub status: RunStatus,
     /// The user's message.
     pub input: String,
     /// The answer, once completed (what was said before a failure, when it failed).
     pub output: Option<String>,
+    /// Why the run failed; `None` unless it failed.
     pub error: Option<String>,
+    /// When the run started (UTC).
     pub started_at: DateTime<Utc>,
+    /// When the run ended (UTC); `None` while it is under way.
     pub finished_at: Option<DateTime<Utc>>,
 }
 
@@ -206,12 +237,17 @@ pub struct AgentRun {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunMessage {
+    /// The record's id (not the ADK event's).
     pub id: Uuid,
+    /// `user`, `assistant` (or `model`), or `tool` (or `function`).
     pub role: String,
+    /// Who wrote it: `user` or the agent's name; may be empty.
     pub author: String,
+    /// The text; for a tool message, the serialized response.
     pub content: String,
     /// Calls (an assistant message) or responses (a tool message).
     pub tool_calls: Value,
+    /// When the message was recorded (UTC).
     pub created_at: DateTime<Utc>,
 }
 
@@ -219,16 +255,23 @@ pub struct RunMessage {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunToolCall {
+    /// The record's id.
     pub id: Uuid,
     /// The model's call id.
     pub call_id: String,
+    /// The tool's name.
     pub tool: String,
+    /// The arguments the tool was called with.
     pub input: Value,
+    /// The tool's response; `None` when the tool failed without one.
     pub output: Option<Value>,
+    /// What failed: the tool's error, or the `error` its response carries; `None` on success.
     pub error: Option<String>,
     /// `completed` or `error`.
     pub status: String,
+    /// When the tool started (UTC).
     pub started_at: DateTime<Utc>,
+    /// When the tool ended (UTC); `None` if its end was not recorded.
     pub finished_at: Option<DateTime<Utc>>,
 }
 
@@ -236,9 +279,12 @@ pub struct RunToolCall {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunTrace {
+    /// The run itself; its fields sit at the top level of the JSON.
     #[serde(flatten)]
     pub run: AgentRun,
+    /// The run's messages, oldest first.
     pub messages: Vec<RunMessage>,
+    /// The run's tool calls, oldest first.
     pub tool_calls: Vec<RunToolCall>,
 }
 
@@ -247,7 +293,9 @@ pub struct RunTrace {
 /// [`PostgresChatStore`](crate::PostgresChatStore). Object-safe.
 #[async_trait]
 pub trait ChatStore: Send + Sync + std::fmt::Debug {
+    /// Stores a new definition of `spec`, with a fresh id.
     async fn create_definition(&self, spec: &AgentDefinitionSpec) -> ChatResult<AgentDefinition>;
+    /// The definition `id`; `None` when it is not there.
     async fn definition(&self, id: Uuid) -> ChatResult<Option<AgentDefinition>>;
     /// Every definition, oldest first.
     async fn definitions(&self) -> ChatResult<Vec<AgentDefinition>>;
@@ -262,6 +310,7 @@ pub trait ChatStore: Send + Sync + std::fmt::Debug {
     /// created).
     async fn create_conversation(&self, title: &str, agent_definition_id: Option<Uuid>)
     -> ChatResult<ChatConversation>;
+    /// The conversation `id`; `None` when it is not there.
     async fn conversation(&self, id: Uuid) -> ChatResult<Option<ChatConversation>>;
     /// The `limit` most recently updated conversations, most recent first.
     async fn conversations(&self, limit: usize) -> ChatResult<Vec<ChatConversation>>;
