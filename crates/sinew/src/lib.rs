@@ -79,13 +79,13 @@ pub use sinew_agent as agent;
 pub use sinew_compaction as compaction;
 /// The vocabulary crate, also re-exported at the root.
 pub use sinew_core as core;
-/// Sessions: the recorder and the stores.
 #[cfg(feature = "mcp")]
 pub mod mcp;
 
 #[cfg(feature = "openapi")]
 pub mod openapi;
 
+/// Sessions: the recorder and the stores.
 #[cfg(feature = "sessions")]
 pub use sinew_session as session;
 /// The test kit.
@@ -104,6 +104,16 @@ struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "mcp"))]
 #[doc = include_str!("../../../docs/concepts/mcp.md")]
 struct McpGuideDoctests;
+
+/// The Agent Skills guide's example, compiled and run as a doctest.
+#[cfg(all(doctest, feature = "testing", feature = "tools"))]
+#[doc = include_str!("../../../docs/concepts/skills.md")]
+struct SkillsGuideDoctests;
+
+/// The sessions guide's example, compiled as a doctest.
+#[cfg(all(doctest, feature = "sessions"))]
+#[doc = include_str!("../../../docs/concepts/sessions.md")]
+struct SessionsGuideDoctests;
 
 /// The OpenAPI guide's examples, compiled as doctests.
 #[cfg(all(doctest, feature = "openapi"))]
