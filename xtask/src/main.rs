@@ -1,9 +1,12 @@
 //! sinew's project automation, run as `cargo xtask <command>`.
 //!
-//! - `ci`: everything CI checks: format, clippy, tests, doctests, docs, tidy, adk-python's
-//!   validation of our ADK JSON, a publish dry run of every crate, cargo-deny. It installs what it
-//!   needs and is missing (cargo-nextest, cargo-deny, the interop peers, google-adk).
-//! - `tidy`: the house rules no compiler checks (see [`tidy`]).
+//! - `ci`: everything CI checks: format, clippy, tidy, the facade's feature sets, tests, doctests,
+//!   docs, adk-python's validation of our ADK JSON, a publish dry run of every crate, cargo-deny.
+//!   It installs what it needs and is missing (cargo-nextest, cargo-deny, the interop peers,
+//!   google-adk).
+//! - `tidy`: the house rules no compiler checks (see [`tidy`]), and the requirements map of spec
+//!   004 (see [`requirements`]).
+//! - `live`: the live provider tests whose credentials are in the environment (see [`live`]).
 //! - `conformance`: the MCP conformance suite against our client (the peers of `SINEW_PEERS_DIR`,
 //!   else of `target/peers`, installed when missing), and ADK's conformance harness against
 //!   sinew-server (in a network namespace of its own).
@@ -19,6 +22,8 @@ mod adk;
 mod adk_conformance;
 mod codegen;
 mod conformance;
+mod live;
+mod requirements;
 mod setup;
 mod tidy;
 
@@ -51,9 +56,10 @@ fn main() -> Result<()> {
         }
         Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
         Some("bench") => bench(&args[1..]),
+        Some("live") => live::run(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | live | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -115,6 +121,7 @@ fn ci(root: &Path) -> Result<()> {
     step("clippy", clippy)?;
 
     tidy::run(root)?;
+    feature_sets(&ci_cargo)?;
     codegen::run(root, true)?;
 
     let mut tests = ci_cargo();
@@ -146,6 +153,26 @@ fn ci(root: &Path) -> Result<()> {
     step("cargo-deny", deny)?;
 
     println!("\nci: all steps passed");
+    Ok(())
+}
+
+/// The facade's feature sets a user picks, each built alone (REQ-177): every other step builds
+/// with all features, which hides a `#[cfg]` that only compiles with a neighbour's help.
+const FEATURE_SETS: &[&[&str]] = &[
+    &["--no-default-features"],
+    &[],
+    &["--no-default-features", "--features", "openapi"],
+    &["--no-default-features", "--features", "adk"],
+    &["--no-default-features", "--features", "anthropic,tools"],
+];
+
+fn feature_sets(ci_cargo: &dyn Fn() -> Command) -> Result<()> {
+    for set in FEATURE_SETS {
+        let mut clippy = ci_cargo();
+        clippy.args(["clippy", "--package", "sinew", "--lib"]).args(*set).args(["--", "-D", "warnings"]);
+        let name = if set.is_empty() { "default".to_owned() } else { set.join(" ") };
+        step(&format!("facade features: {name}"), clippy)?;
+    }
     Ok(())
 }
 

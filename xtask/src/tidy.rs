@@ -5,7 +5,9 @@
 //! - the dependency rules of DESIGN.md: `sinew-core` depends on no sinew crate, providers not on
 //!   each other, nothing but applications on the facade, and each crate only on the sinew crates
 //!   its row of the design table allows;
-//! - every member inherits the workspace lints and takes every dependency from the workspace.
+//! - every member inherits the workspace lints and takes every dependency from the workspace;
+//! - the requirements map of spec 004 names, for every requirement, code and tests that exist
+//!   (see `requirements.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,7 +45,11 @@ pub(crate) fn run(root: &Path) -> Result<()> {
         check_dependencies(name, package, &mut problems);
         check_manifest(name, &manifest, &mut problems)?;
         check_sources(&dir, &mut problems)?;
+        if name == "sinew" {
+            check_facade_defaults(package, &mut problems);
+        }
     }
+    crate::requirements::check(root, &mut problems)?;
     if problems.is_empty() {
         println!("<== tidy: ok ({} packages)", packages.len());
         Ok(())
@@ -52,6 +58,27 @@ pub(crate) fn run(root: &Path) -> Result<()> {
             eprintln!("tidy: {p}");
         }
         bail!("tidy found {} problem(s)", problems.len())
+    }
+}
+
+/// Features the facade's default build must leave out: opt-in satellites (REQ-177).
+const OPT_IN: &[&str] = &["openapi", "adk", "postgres", "testing", "tiktoken"];
+
+/// The facade's default features stay small: none of [`OPT_IN`], directly or through another.
+fn check_facade_defaults(package: &Value, problems: &mut Vec<String>) {
+    let features = &package["features"];
+    let mut pending: Vec<&str> = vec!["default"];
+    let mut seen: Vec<&str> = Vec::new();
+    while let Some(feature) = pending.pop() {
+        if seen.contains(&feature) {
+            continue;
+        }
+        seen.push(feature);
+        if OPT_IN.contains(&feature) {
+            problems.push(format!("the facade's default features turn on `{feature}`, which must stay opt-in"));
+        }
+        let enables = features[feature].as_array().into_iter().flatten().filter_map(Value::as_str);
+        pending.extend(enables.filter(|f| features.get(*f).is_some()));
     }
 }
 
@@ -164,13 +191,28 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
 mod tests {
     use serde_json::json;
 
-    use super::check_dependencies;
+    use super::{check_dependencies, check_facade_defaults};
 
     fn check(name: &str, deps: &[(&str, &str)]) -> Vec<String> {
         let deps: Vec<_> = deps.iter().map(|(n, kind)| json!({"name": n, "kind": kind})).collect();
         let mut problems = Vec::new();
         check_dependencies(name, &json!({"dependencies": deps}), &mut problems);
         problems
+    }
+
+    #[test]
+    fn the_facade_default_leaves_opt_in_features_out() {
+        let check = |features| {
+            let mut problems = Vec::new();
+            check_facade_defaults(&json!({ "features": features }), &mut problems);
+            problems
+        };
+        let small = json!({"default": ["providers", "tools"], "providers": ["anthropic"], "anthropic": ["dep:x"], "tools": [], "openapi": []});
+        assert!(check(small).is_empty());
+        let direct = json!({"default": ["openapi"], "openapi": []});
+        assert_eq!(check(direct).len(), 1);
+        let through = json!({"default": ["providers"], "providers": ["everything"], "everything": ["adk"], "adk": []});
+        assert_eq!(check(through), ["the facade's default features turn on `adk`, which must stay opt-in"]);
     }
 
     #[test]

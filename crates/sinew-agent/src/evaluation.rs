@@ -122,6 +122,8 @@ impl LlmJudgeEvaluation {
         LlmJudgeEvaluation { judge_config, system_prompt: DEFAULT_JUDGE_PROMPT.to_owned() }
     }
 
+    /// Replaces the judge's instructions (default: [`DEFAULT_JUDGE_PROMPT`]); they must have it reply
+    /// with the winning candidate's number.
     #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = prompt.into();
@@ -192,6 +194,7 @@ impl EvaluationStrategy for LlmJudgeEvaluation {
 /// Whether the judge's message fits its budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JudgeFit {
+    /// It fits, as it is or compacted for the judge.
     Fits,
     /// Even fully compacted, it does not.
     TooLarge,
@@ -347,6 +350,17 @@ mod tests {
     use sinew_core::HeuristicTokenCounter;
 
     use super::*;
+
+    /// REQ-209: the prior conversation's section is there only when there is one.
+    #[test]
+    fn the_judge_sees_prior_context_only_when_there_is_some() {
+        let answers = ["A".to_owned(), "B".to_owned()];
+        let fresh = build_judge_message("", "Which?", &answers);
+        assert!(fresh.starts_with("Query:\nWhich?\n\nCandidates:\n\n[1]\nA\n\n[2]\nB\n"), "{fresh}");
+        assert!(!fresh.contains("Conversation so far"));
+        let continued = build_judge_message("user: hi", "Which?", &answers);
+        assert!(continued.starts_with("Conversation so far:\nuser: hi\n\nQuery:\nWhich?"), "{continued}");
+    }
 
     #[test]
     fn numbers_and_tiers() {

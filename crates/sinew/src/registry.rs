@@ -38,7 +38,13 @@ impl ProviderRegistry {
     pub fn from_env() -> Self {
         #[allow(unused_mut)]
         let mut registry = ProviderRegistry::new();
-        #[cfg(feature = "http")]
+        #[cfg(any(
+            feature = "anthropic",
+            feature = "openai",
+            feature = "openai-responses",
+            feature = "gemini",
+            feature = "bedrock"
+        ))]
         let client = sinew_http::HttpClient::from_env();
         #[cfg(feature = "anthropic")]
         if let Ok(config) = sinew_provider_anthropic::AnthropicConfig::from_env() {
@@ -88,10 +94,12 @@ impl ProviderRegistry {
         self.providers.iter().map(|p| p.provider_id()).collect()
     }
 
+    /// The provider registered as `provider_id`.
     pub fn get(&self, provider_id: &str) -> Option<&Arc<dyn StreamProvider>> {
         self.providers.iter().find(|p| p.provider_id() == provider_id)
     }
 
+    /// Whether no provider is registered.
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
     }

@@ -1,6 +1,6 @@
 use serde_json::json;
 use sinew_core::{AgentTool, CancellationToken, Content, ToolContext, ToolError};
-use sinew_tools::{MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool, Workspace};
+use sinew_tools::{MAX_IMAGE_BYTES, MAX_LINE_CHARS, MAX_TEXT_BYTES, ReadFileTool, Workspace};
 
 use crate::ctx;
 
@@ -87,6 +87,21 @@ async fn images_come_back_as_base64_images() {
     std::fs::write(dir.path().join("pic.PNG"), png).unwrap();
     let result = tool.execute(json!({"path": "pic.PNG"}), ctx()).await.unwrap();
     assert_eq!(result.content[1], Content::image("iVBORw0KGgo=", "image/png"));
+}
+
+/// REQ-098: an image over 20 MB is refused before it is read.
+#[tokio::test]
+async fn an_image_over_the_limit_is_refused_unread() {
+    let (dir, tool) = setup();
+    // Sparse: the size is there, the bytes are not, so refusing must not depend on reading them.
+    let file = std::fs::File::create(dir.path().join("huge.png")).unwrap();
+    file.set_len(MAX_IMAGE_BYTES + 1).unwrap();
+    let error = tool.execute(json!({"path": "huge.png"}), ctx()).await.unwrap_err();
+    let expected =
+        format!("Image too large: huge.png is {} bytes, the limit is {MAX_IMAGE_BYTES}", MAX_IMAGE_BYTES + 1);
+    assert!(matches!(&error, ToolError::Failed(f) if f.to_string() == expected), "{error:?}");
+    std::fs::File::create(dir.path().join("limit.png")).unwrap().set_len(MAX_IMAGE_BYTES).unwrap();
+    assert!(tool.execute(json!({"path": "limit.png"}), ctx()).await.is_ok(), "the limit itself is allowed");
 }
 
 #[tokio::test]

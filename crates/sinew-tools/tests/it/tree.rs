@@ -117,3 +117,12 @@ async fn search_and_list_respect_cancellation() {
         ToolError::Cancelled
     );
 }
+
+/// REQ-105: a walk that outlives its deadline fails instead of hanging the turn.
+#[tokio::test]
+async fn a_walk_past_its_deadline_fails() {
+    let dir = tree();
+    let tool = ListFilesTool::new(Workspace::confined(dir.path()).unwrap()).with_timeout(std::time::Duration::ZERO);
+    let error = tool.execute(json!({}), ctx()).await.unwrap_err();
+    assert!(matches!(&error, ToolError::Failed(f) if f.to_string().contains("the tree is too large")), "{error:?}");
+}
