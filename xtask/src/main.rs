@@ -164,6 +164,10 @@ const FEATURE_SETS: &[&[&str]] = &[
     &["--no-default-features", "--features", "openapi"],
     &["--no-default-features", "--features", "adk"],
     &["--no-default-features", "--features", "anthropic,tools"],
+    &["--no-default-features", "--features", "mcp"],
+    &["--no-default-features", "--features", "sessions"],
+    &["--no-default-features", "--features", "testing"],
+    &["--no-default-features", "--features", "gemini"],
 ];
 
 fn feature_sets(ci_cargo: &dyn Fn() -> Command) -> Result<()> {

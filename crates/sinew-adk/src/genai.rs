@@ -533,7 +533,8 @@ pub struct GenerateContentConfig {
     /// Whether to return the raw HTTP response as well (`shouldReturnHttpResponse`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "should_return_http_response")]
     pub should_return_http_response: Option<bool>,
-    /// The system instruction (`systemInstruction`); ADK's ends with the agent's identity.
+    /// The system instruction (`systemInstruction`): the agent's instruction, identity and any
+    /// transfer or output-schema instructions ADK adds.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "system_instruction")]
     pub system_instruction: Option<SystemInstruction>,
     /// The sampling temperature: higher is more random.

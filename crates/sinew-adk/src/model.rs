@@ -15,13 +15,14 @@ use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use sinew_core::{
-    AssistantMessage, CancellationToken, Content as Block, Message, StopReason, StreamEvent, StreamProvider,
-    StreamRequest, ThinkingLevel, ToolDefinition, ToolResultMessage, Usage, UserMessage, now_ms,
+    AssistantMessage, CancellationToken, Content as Block, Message, RequestOptions, StopReason, StreamEvent,
+    StreamProvider, StreamRequest, ThinkingLevel, ToolChoice, ToolDefinition, ToolResultMessage, Usage, UserMessage,
+    now_ms,
 };
 
 use crate::error::{Error, Result};
 use crate::event::LlmResponse;
-use crate::genai::{Content, FunctionCall, MODEL, Part, ThinkingConfig, UsageMetadata};
+use crate::genai::{Content, FunctionCall, GenerateContentConfig, MODEL, Part, ThinkingConfig, UsageMetadata};
 use crate::types::LlmRequest;
 
 /// A model ADK agents call (ADK's `BaseLlm`). Object-safe: agents hold an `Arc<dyn Llm>`.
@@ -123,6 +124,8 @@ impl Llm for ModelAdapter {
         call.temperature = request.config.temperature.map(|t| t as f32);
         call.max_tokens = request.config.max_output_tokens;
         call.thinking_level = thinking_level(request.config.thinking_config.as_ref());
+        let options = request_options(&request.config);
+        call.options = &options;
         let cancel = CancellationToken::new();
         let events = self.provider.stream(&call, cancel.clone());
         Adapting { events, stream, done: false, _cancel: cancel.drop_guard() }.boxed()
@@ -205,6 +208,31 @@ fn fragment(delta: sinew_core::StreamDelta) -> Option<Part> {
         sinew_core::StreamDelta::Thinking { delta, .. } => Some(Part::thought(delta, None)),
         _ => None,
     }
+}
+
+/// The sampling and tool-choice settings of a `GenerateContentConfig` as request options; the
+/// provider refuses those its service lacks.
+fn request_options(config: &GenerateContentConfig) -> RequestOptions {
+    let mut options = RequestOptions::default();
+    options.top_p = config.top_p.map(|p| p as f32);
+    // genai types `topK` as a float; a service takes a count.
+    options.top_k = config.top_k.filter(|k| k.is_finite() && *k >= 1.0).map(|k| k.min(f64::from(u32::MAX)) as u32);
+    options.stop_sequences = config.stop_sequences.clone().unwrap_or_default();
+    options.presence_penalty = config.presence_penalty.map(|p| p as f32);
+    options.frequency_penalty = config.frequency_penalty.map(|p| p as f32);
+    options.seed = config.seed;
+    // `toolConfig.functionCallingConfig`: AUTO, ANY (with one allowed name: that tool), NONE.
+    let calling = config.tool_config.as_ref().and_then(|c| c.get("functionCallingConfig"));
+    if let Some(calling) = calling {
+        let allowed = calling.get("allowedFunctionNames").and_then(Value::as_array).map(Vec::as_slice);
+        options.tool_choice = match (calling.get("mode").and_then(Value::as_str), allowed) {
+            (Some("ANY"), Some([name])) => name.as_str().map_or(ToolChoice::Required, ToolChoice::tool),
+            (Some("ANY"), _) => ToolChoice::Required,
+            (Some("NONE"), _) => ToolChoice::None,
+            _ => ToolChoice::Auto,
+        };
+    }
+    options
 }
 
 fn thinking_level(config: Option<&ThinkingConfig>) -> ThinkingLevel {

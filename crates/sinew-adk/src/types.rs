@@ -110,7 +110,7 @@ impl LlmRequest {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct RunAgentRequest {
-    /// The app to run (`appName`); required unless the server has a default app.
+    /// The app to run (`appName`); sinew-server requires it.
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "app_name")]
     pub app_name: Option<String>,
     /// The user the session belongs to (`userId`).

@@ -115,7 +115,7 @@ impl Drop for RunningGuard {
 /// A run borrows the agent mutably, so a second prompt while one runs does not compile; use
 /// [`Agent::handle`] to steer, queue follow-ups or abort from elsewhere:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0499
 /// # use sinew_agent::Agent;
 /// # use sinew_testing::MockProvider;
 /// let mut agent = Agent::new(MockProvider::new([]), "m");
@@ -158,6 +158,32 @@ pub struct Agent {
     suspension: Option<Suspension>,
     last_active_at: Option<u64>,
 }
+
+/// The guard against a second prompt while a run is going (REQ-107) is the borrow checker: a run
+/// borrows its agent mutably, so this does not compile.
+///
+/// ```compile_fail,E0499
+/// # use sinew_agent::Agent;
+/// # use sinew_testing::MockProvider;
+/// let mut agent = Agent::new(MockProvider::new([]), "m");
+/// let first = agent.prompt("one");
+/// let second = agent.prompt("two");
+/// # drop((first, second));
+/// ```
+///
+/// Once the first run is dropped (or finished), the agent takes the next prompt; this example
+/// differs from the one above only there, so the one above fails on the borrow and nothing else
+/// (stable rustdoc does not check the error code):
+///
+/// ```
+/// # use sinew_agent::Agent;
+/// # use sinew_testing::MockProvider;
+/// let mut agent = Agent::new(MockProvider::new([]), "m");
+/// drop(agent.prompt("one"));
+/// drop(agent.prompt("two"));
+/// ```
+#[cfg(doctest)]
+pub struct ConcurrentPromptDoctests;
 
 impl Agent {
     /// An agent on `provider` and `model`, with the documented defaults: no tools, no system
@@ -260,6 +286,16 @@ impl Agent {
     #[must_use]
     pub fn with_temperature(mut self, temperature: f32) -> Self {
         self.config.temperature = Some(temperature);
+        self
+    }
+
+    /// Tool choice, stop sequences, sampling, seed, penalties and end-user id for every model
+    /// call (see [`AgentLoopConfig::request_options`]: a forced tool choice holds until the model
+    /// has called a tool in a run). A provider refuses an option its service lacks, and the run
+    /// then ends with [`sinew_core::EndReason::Failed`] naming it.
+    #[must_use]
+    pub fn with_request_options(mut self, options: sinew_core::RequestOptions) -> Self {
+        self.config.request_options = options;
         self
     }
 

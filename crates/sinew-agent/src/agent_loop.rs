@@ -16,7 +16,7 @@ use sinew_compaction::{ContextTracker, TieredCompaction, total_tokens};
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
     ExecutionTracker, FilterResult, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, StopReason, StreamEvent,
-    StreamRequest, ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
+    StreamRequest, ToolChoice, ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
 };
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -607,6 +607,11 @@ impl Run<'_> {
         }
     }
 
+    /// Whether a model answer of this run called a tool.
+    fn model_called_a_tool(&self) -> bool {
+        self.new_messages.iter().filter_map(AgentMessage::as_assistant).any(|m| m.tool_calls().next().is_some())
+    }
+
     /// Compacts if configured, asks the model, and accounts for its usage.
     async fn model_turn(&mut self, context: &mut AgentContext) -> AssistantMessage {
         self.compact(context).await;
@@ -695,6 +700,17 @@ impl Run<'_> {
         request.max_tokens = config.max_tokens;
         request.temperature = config.temperature;
         request.cache_config = config.cache_config;
+        let relaxed;
+        request.options = if config.request_options.tool_choice.is_forced() && self.model_called_a_tool() {
+            // The forced choice is spent: the model decides from here on (see
+            // `AgentLoopConfig::request_options`).
+            let mut options = config.request_options.clone();
+            options.tool_choice = ToolChoice::Auto;
+            relaxed = options;
+            &relaxed
+        } else {
+            &config.request_options
+        };
         let provider_id = config.provider.provider_id_for(&config.model);
         let span = tracing::info_span!(
             "chat",

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, CacheConfig, CompactionStrategy, ContextConfig, ContinuationKind,
-    ExecutionLimits, InputFilter, Message, RetryConfig, StreamProvider, ThinkingLevel, ToolCallRef, ToolExecution,
-    ToolResult, TurnTrigger, Usage,
+    ExecutionLimits, InputFilter, Message, RequestOptions, RetryConfig, StreamProvider, ThinkingLevel, ToolCallRef,
+    ToolExecution, ToolResult, TurnTrigger, Usage,
 };
 
 /// The state a loop works on. `messages` grows in place as the loop runs.
@@ -84,7 +84,8 @@ pub type AfterLoopFn = Arc<dyn Fn(&[AgentMessage], &Usage) + Send + Sync>;
 pub type BeforeTurnFn = Arc<dyn Fn(&[AgentMessage], usize) -> bool + Send + Sync>;
 /// Fires after `TurnEnd` with the history and the run's usage so far.
 pub type AfterTurnFn = Arc<dyn Fn(&[AgentMessage], &Usage) + Send + Sync>;
-/// Fires when a model call failed for good, with its error message.
+/// Fires when a model call failed after its retries (not when aborted), with its error message;
+/// also for a context overflow the loop then recovers from by compacting.
 pub type OnErrorFn = Arc<dyn Fn(&str) + Send + Sync>;
 /// Fires before `ToolExecutionStart`; `false` skips the call with an error result.
 pub type BeforeToolExecutionFn = Arc<dyn Fn(ToolCallRef<'_>) -> bool + Send + Sync>;
@@ -123,7 +124,8 @@ pub struct Hooks {
     pub before_turn: Option<BeforeTurnFn>,
     /// Runs after each `TurnEnd` with the history and the run's usage so far.
     pub after_turn: Option<AfterTurnFn>,
-    /// Runs when a model call failed for good (not when aborted), with its error message.
+    /// Runs when a model call failed after its retries (not when aborted), with its error message;
+    /// also for a context overflow the loop then recovers from by compacting.
     pub on_error: Option<OnErrorFn>,
     /// Runs before each tool call; returning `false` skips it with a [`crate::SKIPPED_BY_HOOK`] error result.
     pub before_tool_execution: Option<BeforeToolExecutionFn>,
@@ -177,6 +179,10 @@ pub struct AgentLoopConfig {
     pub temperature: Option<f32>,
     /// Prompt caching settings (default: enabled, automatic breakpoints).
     pub cache_config: CacheConfig,
+    /// Tool choice, stop sequences, sampling, seed, penalties and end-user id of every model call
+    /// (default: none set). A forced tool choice holds until the model has called a tool in the
+    /// run; later turns are `Auto`, or every turn would call a tool and only a limit would end it.
+    pub request_options: RequestOptions,
     /// The middle segment of loop ids; derived from provider and model when `None`.
     pub config_id: Option<String>,
     /// Compaction runs before each model call when this is set (the default); `None` disables it.
@@ -194,7 +200,8 @@ pub struct AgentLoopConfig {
     pub input_filters: Vec<Arc<dyn InputFilter>>,
     /// Callbacks around the run (default: none).
     pub hooks: Hooks,
-    /// Supplies steering messages, checked after each group of tool calls; `None`: no steering.
+    /// Supplies steering messages, checked at the start of a run, after each group of tool calls
+    /// and after a turn without them; `None`: no steering.
     /// [`crate::Agent`] sets it to drain its own queue.
     pub get_steering_messages: Option<QueueFn>,
     /// Supplies follow-up messages once the model is done; `None` or nothing queued ends the run.
@@ -220,6 +227,7 @@ impl AgentLoopConfig {
             max_tokens: None,
             temperature: None,
             cache_config: CacheConfig::default(),
+            request_options: RequestOptions::default(),
             config_id: None,
             context_config: Some(ContextConfig::default()),
             compaction_strategy: None,
@@ -263,6 +271,7 @@ impl fmt::Debug for AgentLoopConfig {
             .field("thinking_level", &self.thinking_level)
             .field("max_tokens", &self.max_tokens)
             .field("temperature", &self.temperature)
+            .field("request_options", &self.request_options)
             .field("config_id", &self.config_id)
             .field("context_config", &self.context_config)
             .field("compaction_strategy", &self.compaction_strategy.is_some())

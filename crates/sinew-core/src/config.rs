@@ -4,7 +4,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-/// How much the model should reason before answering. Providers map it to their own knobs.
+/// How much the model should reason before answering. Providers map it to their own knobs: an
+/// effort where the API takes one, else a token budget ([`ThinkingLevel::token_budget`] for
+/// Anthropic and Bedrock, raised to their 1,024-token minimum; Gemini's own budgets or levels),
+/// as `docs/providers.md` lists per provider.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ThinkingLevel {
@@ -12,13 +15,13 @@ pub enum ThinkingLevel {
     #[default]
     Off,
     /// The least reasoning: effort `"minimal"` where the API has it (Responses; Chat Completions
-    /// sends `"low"`), or a 128-token thinking budget, raised to a service's minimum.
+    /// sends `"low"`).
     Minimal,
-    /// Effort `"low"`, or a 512-token thinking budget.
+    /// Effort `"low"`.
     Low,
-    /// Effort `"medium"`, or a 2,048-token thinking budget.
+    /// Effort `"medium"`.
     Medium,
-    /// Effort `"high"`, or an 8,192-token thinking budget.
+    /// Effort `"high"`.
     High,
 }
 
@@ -126,7 +129,8 @@ pub enum ToolExecution {
 pub struct ExecutionLimits {
     /// Turns (model calls) a run may start. Default 50.
     pub max_turns: usize,
-    /// Input plus output tokens, summed over the run's model calls. Default 1,000,000.
+    /// Tokens summed over the run's model calls: the total each call reports (cached prompt
+    /// tokens included), at least input plus output. Default 1,000,000.
     pub max_total_tokens: u64,
     /// Wall-clock time from the run's start; a model call or tool batch still running then is
     /// cut. Default 10 minutes.

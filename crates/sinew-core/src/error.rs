@@ -93,7 +93,8 @@ pub enum ProviderError {
     /// The service rejected the request (a 4xx that is none of the cases below).
     #[error("api error{}: {message}", status.map(|s| format!(" (status {s})")).unwrap_or_default())]
     Api {
-        /// The HTTP status; `None` when the error came inside a response stream.
+        /// The HTTP status, or the status a stream error stands for; `None` when a stream error
+        /// named none.
         status: Option<u16>,
         /// The service's error text.
         message: String,

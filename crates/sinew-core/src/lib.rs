@@ -23,6 +23,7 @@ pub mod event;
 pub mod filter;
 pub mod history;
 pub mod message;
+pub mod options;
 pub mod provider;
 pub mod retry;
 pub mod tool;
@@ -40,6 +41,7 @@ pub use filter::{FilterResult, InputFilter};
 pub use message::{
     AgentMessage, AssistantMessage, ExtensionMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
+pub use options::{RequestOptions, ToolChoice};
 pub use provider::{StreamDelta, StreamEvent, StreamProvider, StreamRequest};
 pub use retry::{MAX_SERVER_DELAY, RetryConfig, delay_for_attempt};
 /// Cancellation shared by the loop, providers and tools; cancelling a token cancels its children.

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{CacheConfig, ThinkingLevel};
 use crate::error::ProviderError;
 use crate::message::{AssistantMessage, Message};
+use crate::options::{RequestOptions, ToolChoice};
 use crate::retry::RetryConfig;
 use crate::tool::ToolDefinition;
 
@@ -36,6 +37,8 @@ pub struct StreamRequest<'a> {
     /// The caller's retry policy for this call, for a provider that retries failed requests
     /// itself (see [`StreamProvider::retries_requests`]); `None`: the provider's own policy.
     pub retry: Option<RetryConfig>,
+    /// Tool choice, stop sequences, sampling, seed, penalties, end-user id. Default: none set.
+    pub options: &'a RequestOptions,
 }
 
 impl<'a> StreamRequest<'a> {
@@ -51,6 +54,22 @@ impl<'a> StreamRequest<'a> {
             temperature: None,
             cache_config: CacheConfig::default(),
             retry: None,
+            options: &crate::options::DEFAULT_OPTIONS,
+        }
+    }
+
+    /// Refuses options `service` has no equivalent for (those not in `supported`, see
+    /// [`RequestOptions::check`]), and a forced tool call the request's tools cannot satisfy.
+    pub fn check_options(&self, service: &str, supported: &[&str]) -> Result<(), ProviderError> {
+        self.options.check(service, supported)?;
+        match &self.options.tool_choice {
+            ToolChoice::Required if self.tools.is_empty() => {
+                Err(ProviderError::Other("the request requires a tool call but offers no tools".into()))
+            }
+            ToolChoice::Tool { name } if !self.tools.iter().any(|t| t.name == *name) => Err(ProviderError::Other(
+                format!("the request forces a call of `{name}`, which is not among its tools"),
+            )),
+            _ => Ok(()),
         }
     }
 

@@ -37,5 +37,7 @@ mod request;
 
 pub use decode::{AnthropicDecoder, AnthropicEvents, PROVIDER_ID, decoder};
 pub use provider::{Anthropic, AnthropicProvider};
-pub use request::{AnthropicAuth, AnthropicConfig, body, build_request, thinking_budget};
+pub use request::{
+    AnthropicAuth, AnthropicConfig, SUPPORTED_OPTIONS, body, build_request, check_options, thinking_budget,
+};
 pub use sinew_http::HttpRequest;

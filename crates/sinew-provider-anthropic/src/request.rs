@@ -5,7 +5,10 @@ use std::fmt;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
-use sinew_core::{AssistantMessage, CacheStrategy, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_core::{
+    AssistantMessage, CacheStrategy, Content, Message, ProviderError, RequestOptions, StopReason, StreamRequest,
+    ThinkingLevel, ToolChoice,
+};
 use sinew_http::HttpRequest;
 
 use crate::decode::PROVIDER_ID;
@@ -117,6 +120,53 @@ struct Body<'a> {
     thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<Metadata<'a>>,
+}
+
+#[derive(Serialize)]
+struct Metadata<'a> {
+    user_id: &'a str,
+}
+
+/// The request options Anthropic Messages takes (the others are refused).
+pub const SUPPORTED_OPTIONS: &[&str] =
+    &["tool_choice", "parallel_tool_calls", "stop_sequences", "top_p", "top_k", "user"];
+
+/// Refuses options Anthropic Messages has no equivalent for, and a forced tool call together with
+/// extended thinking, which the API rejects.
+pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_options("Anthropic Messages", SUPPORTED_OPTIONS)?;
+    if request.options.tool_choice.is_forced() && thinking_budget(request.thinking_level).is_some() {
+        return Err(ProviderError::Other(
+            "Anthropic Messages cannot force a tool call while thinking; set the thinking level to Off".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `tool_choice`: `auto`, `none`, `any` (required) or one `tool`; `disable_parallel_tool_use`
+/// when parallel calls are off.
+fn tool_choice(options: &RequestOptions) -> Option<Value> {
+    let mut choice = match &options.tool_choice {
+        ToolChoice::Tool { name } => json!({"type": "tool", "name": name}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::None => json!({"type": "none"}),
+        _ if options.parallel_tool_calls == Some(false) => json!({"type": "auto"}),
+        _ => return None,
+    };
+    if options.parallel_tool_calls == Some(false) && options.tool_choice != ToolChoice::None {
+        choice["disable_parallel_tool_use"] = json!(true);
+    }
+    Some(choice)
 }
 
 #[derive(Serialize)]
@@ -275,6 +325,11 @@ fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<
         // The API rejects a temperature together with thinking. Through its shortest decimal
         // form: 0.2f32 must be sent as 0.2, not 0.20000000298023224.
         temperature: request.temperature.filter(|_| budget.is_none()).map(sinew_http::json_f32),
+        tool_choice: tool_choice(request.options).filter(|_| !request.tools.is_empty()),
+        stop_sequences: &request.options.stop_sequences,
+        top_p: request.options.top_p.map(sinew_http::json_f32),
+        top_k: request.options.top_k,
+        metadata: request.options.user.as_deref().map(|user_id| Metadata { user_id }),
     }
 }
 
@@ -365,7 +420,10 @@ fn assistant_blocks(message: &AssistantMessage) -> Vec<Block<'_>> {
             Content::ToolCall { id, name, arguments, .. } => {
                 Some(Block::new(BlockKind::ToolUse { id: tool_id(id), name, input: arguments }))
             }
-            Content::Opaque { provider, data } if provider == PROVIDER_ID => Some(Block::new(BlockKind::Raw(data))),
+            // A server tool's blocks of an answer cut short may be incomplete.
+            Content::Opaque { provider, data } if provider == PROVIDER_ID && !failed => {
+                Some(Block::new(BlockKind::Raw(data)))
+            }
             _ => None,
         })
         .collect()

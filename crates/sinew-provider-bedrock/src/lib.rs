@@ -38,6 +38,6 @@ mod request;
 pub use decode::{BedrockDecoder, PROVIDER_ID, decoder};
 pub use provider::{Bedrock, BedrockProvider};
 pub use request::{
-    AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, Secret, body, build_request,
-    sign_request,
+    AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, SUPPORTED_OPTIONS, Secret, body,
+    build_request, check_options, sign_request,
 };

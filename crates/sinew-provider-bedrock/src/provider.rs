@@ -7,7 +7,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{HttpProvider, HttpRequest, Protocol, env_var};
 
 use crate::decode::{BedrockDecoder, PROVIDER_ID, decoder};
-use crate::request::{AwsCredentials, BedrockConfig, EnvCredentials, build_request};
+use crate::request::{AwsCredentials, BedrockConfig, EnvCredentials, build_request, check_options};
 
 /// A model on AWS Bedrock, through ConverseStream.
 ///
@@ -39,6 +39,7 @@ impl Protocol for Bedrock {
     }
 
     fn request(config: &BedrockConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
+        check_options(request)?;
         build_request(config, request, SystemTime::now())
     }
 

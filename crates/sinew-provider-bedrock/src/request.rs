@@ -8,7 +8,9 @@ use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use serde_json::{Map, Value, json};
-use sinew_core::{AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel};
+use sinew_core::{
+    AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel, ToolChoice,
+};
 use sinew_http::{HttpRequest, env_var};
 
 use crate::decode::PROVIDER_ID;
@@ -206,6 +208,19 @@ fn encode_path_segment(text: &str) -> String {
     out
 }
 
+/// The request options ConverseStream takes: a forced tool choice, stop sequences and `top_p`.
+/// Its `toolChoice` has no "none", and `top_k` exists only per model family.
+pub const SUPPORTED_OPTIONS: &[&str] = &["tool_choice", "stop_sequences", "top_p"];
+
+/// Refuses options ConverseStream has no equivalent for, and `ToolChoice::None`.
+pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_options("Bedrock ConverseStream", SUPPORTED_OPTIONS)?;
+    if request.options.tool_choice == ToolChoice::None {
+        return Err(sinew_core::options::unsupported("Bedrock ConverseStream", "tool_choice: none"));
+    }
+    Ok(())
+}
+
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(request: &StreamRequest<'_>) -> Value {
     let mut body = Map::new();
@@ -221,6 +236,12 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
     if let (Some(t), None) = (request.temperature, thinking) {
         inference.insert("temperature".into(), json!(sinew_http::json_f32(t)));
     }
+    if !request.options.stop_sequences.is_empty() {
+        inference.insert("stopSequences".into(), json!(request.options.stop_sequences));
+    }
+    if let Some(top_p) = request.options.top_p {
+        inference.insert("topP".into(), json!(sinew_http::json_f32(top_p)));
+    }
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
     }
@@ -230,7 +251,13 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
             .iter()
             .map(|t| json!({"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}))
             .collect();
-        body.insert("toolConfig".into(), json!({"tools": tools}));
+        let mut config = json!({"tools": tools});
+        match &request.options.tool_choice {
+            ToolChoice::Required => config["toolChoice"] = json!({"any": {}}),
+            ToolChoice::Tool { name } => config["toolChoice"] = json!({"tool": {"name": name}}),
+            _ => {}
+        }
+        body.insert("toolConfig".into(), config);
     }
     if let Some(budget) = thinking {
         body.insert(

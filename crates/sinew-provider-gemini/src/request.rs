@@ -2,7 +2,9 @@
 //! Gemini API and Vertex AI.
 
 use serde_json::{Map, Value, json};
-use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_core::{
+    AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel, ToolChoice,
+};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// Gemini 3 rejects a function call in the history without a thought signature; calls made by
@@ -73,6 +75,16 @@ pub fn build_request(config: &GeminiConfig, request: &StreamRequest<'_>) -> Http
     http
 }
 
+/// The request options Gemini and Vertex AI take; they have no switch for parallel calls and no
+/// end-user id.
+pub const SUPPORTED_OPTIONS: &[&str] =
+    &["tool_choice", "stop_sequences", "top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"];
+
+/// Refuses options Gemini has no equivalent for.
+pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_options("Gemini", SUPPORTED_OPTIONS)
+}
+
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
     let mut body = Map::new();
@@ -87,6 +99,15 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
             .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}))
             .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+        let calling = match &request.options.tool_choice {
+            ToolChoice::None => Some(json!({"mode": "NONE"})),
+            ToolChoice::Required => Some(json!({"mode": "ANY"})),
+            ToolChoice::Tool { name } => Some(json!({"mode": "ANY", "allowedFunctionNames": [name]})),
+            _ => None,
+        };
+        if let Some(calling) = calling {
+            body.insert("toolConfig".into(), json!({"functionCallingConfig": calling}));
+        }
     }
     let mut generation = Map::new();
     if let Some(max) = request.max_tokens {
@@ -94,6 +115,25 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
     }
     if let Some(t) = request.temperature {
         generation.insert("temperature".into(), json!(sinew_http::json_f32(t)));
+    }
+    let options = request.options;
+    if !options.stop_sequences.is_empty() {
+        generation.insert("stopSequences".into(), json!(options.stop_sequences));
+    }
+    if let Some(top_p) = options.top_p {
+        generation.insert("topP".into(), json!(sinew_http::json_f32(top_p)));
+    }
+    if let Some(top_k) = options.top_k {
+        generation.insert("topK".into(), top_k.into());
+    }
+    if let Some(seed) = options.seed {
+        generation.insert("seed".into(), seed.into());
+    }
+    if let Some(penalty) = options.presence_penalty {
+        generation.insert("presencePenalty".into(), json!(sinew_http::json_f32(penalty)));
+    }
+    if let Some(penalty) = options.frequency_penalty {
+        generation.insert("frequencyPenalty".into(), json!(sinew_http::json_f32(penalty)));
     }
     if let Some(thinking) = thinking_config(request.model, request.thinking_level) {
         generation.insert("thinkingConfig".into(), thinking);

@@ -40,5 +40,7 @@ mod request;
 
 pub use decode::{ChatEvents, OpenAiChatDecoder, decoder};
 pub use provider::{OpenAiChat, OpenAiChatProvider};
-pub use request::{MaxTokensField, OpenAiChatConfig, ReasoningParam, SystemRole, body, build_request};
+pub use request::{
+    MaxTokensField, OpenAiChatConfig, ReasoningParam, SUPPORTED_OPTIONS, SystemRole, body, build_request, check_options,
+};
 pub use sinew_http::Auth;

@@ -5,7 +5,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{Auth, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{ChatEvents, decoder};
-use crate::request::{OpenAiChatConfig, build_request};
+use crate::request::{OpenAiChatConfig, build_request, check_options};
 
 /// A model behind a Chat Completions endpoint: OpenAI or any compatible server.
 ///
@@ -37,6 +37,7 @@ impl Protocol for OpenAiChat {
     }
 
     fn request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
+        check_options(request)?;
         Ok(build_request(config, request))
     }
 

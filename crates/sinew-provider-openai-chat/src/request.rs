@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
-use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest, ThinkingLevel};
+use sinew_core::{
+    AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel, ToolChoice,
+};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// The name of the output-token limit: OpenAI wants `max_completion_tokens` (and rejects
@@ -204,6 +206,49 @@ struct Body<'a> {
     reasoning_effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    presence_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frequency_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+}
+
+/// The request options Chat Completions takes (`top_k` is refused: OpenAI has none).
+pub const SUPPORTED_OPTIONS: &[&str] = &[
+    "tool_choice",
+    "parallel_tool_calls",
+    "stop_sequences",
+    "top_p",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "user",
+];
+
+/// Refuses options Chat Completions has no equivalent for.
+pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_options("Chat Completions", SUPPORTED_OPTIONS)
+}
+
+/// `tool_choice`: `"auto"`, `"none"`, `"required"`, or one function.
+fn tool_choice(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::None => Some(json!("none")),
+        ToolChoice::Required => Some(json!("required")),
+        ToolChoice::Tool { name } => Some(json!({"type": "function", "function": {"name": name}})),
+        _ => None,
+    }
 }
 
 #[derive(Serialize)]
@@ -294,6 +339,7 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         MaxTokensField::MaxCompletionTokens => (None, request.max_tokens),
     };
     let effort = effort(request.thinking_level);
+    let options = request.options;
     Body {
         model: request.model,
         messages: messages(config, request),
@@ -312,6 +358,15 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         temperature: request.temperature.map(sinew_http::json_f32),
         reasoning_effort: effort.filter(|_| config.reasoning == ReasoningParam::Effort),
         reasoning: effort.filter(|_| config.reasoning == ReasoningParam::OpenRouter).map(|e| json!({"effort": e})),
+        // Both are refused by the API when the request has no tools.
+        tool_choice: tool_choice(&options.tool_choice).filter(|_| !request.tools.is_empty()),
+        parallel_tool_calls: options.parallel_tool_calls.filter(|_| !request.tools.is_empty()),
+        stop: &options.stop_sequences,
+        top_p: options.top_p.map(sinew_http::json_f32),
+        seed: options.seed,
+        presence_penalty: options.presence_penalty.map(sinew_http::json_f32),
+        frequency_penalty: options.frequency_penalty.map(sinew_http::json_f32),
+        user: options.user.as_deref(),
     }
 }
 

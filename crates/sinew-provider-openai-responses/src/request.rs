@@ -5,7 +5,7 @@
 //! so reasoning models keep their chain of thought across tool calls.
 
 use serde_json::{Map, Value, json};
-use sinew_core::{AssistantMessage, Content, Message, StopReason, StreamRequest};
+use sinew_core::{AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ToolChoice};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// Where and how to call a Responses endpoint: OpenAI, Azure OpenAI, or a compatible server.
@@ -85,6 +85,15 @@ pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> H
     http
 }
 
+/// The request options the Responses API takes; it has no stop sequences, `top_k`, seed or
+/// penalties.
+pub const SUPPORTED_OPTIONS: &[&str] = &["tool_choice", "parallel_tool_calls", "top_p", "user"];
+
+/// Refuses options the Responses API has no equivalent for.
+pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_options("The Responses API", SUPPORTED_OPTIONS)
+}
+
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
     let mut body = Map::new();
@@ -104,6 +113,25 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
             })
             .collect();
         body.insert("tools".into(), tools.into());
+        // Both are refused by the API when the request has no tools.
+        let choice = match &request.options.tool_choice {
+            ToolChoice::None => Some(json!("none")),
+            ToolChoice::Required => Some(json!("required")),
+            ToolChoice::Tool { name } => Some(json!({"type": "function", "name": name})),
+            _ => None,
+        };
+        if let Some(choice) = choice {
+            body.insert("tool_choice".into(), choice);
+        }
+        if let Some(parallel) = request.options.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), parallel.into());
+        }
+    }
+    if let Some(top_p) = request.options.top_p {
+        body.insert("top_p".into(), json!(sinew_http::json_f32(top_p)));
+    }
+    if let Some(user) = &request.options.user {
+        body.insert("user".into(), user.as_str().into());
     }
     if let Some(max) = request.max_tokens {
         body.insert("max_output_tokens".into(), max.into());

@@ -180,10 +180,11 @@ pub struct LoopRecord {
     /// The run's events, as far as the recorder keeps them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<LoopEvent>,
-    /// The run that spawned this one (a sub-agent's parent); `None` for a top-level run.
+    /// The run this one continues, resumes, branches from or was called by (a sub-agent's
+    /// parent); `None` for a run that starts afresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_loop_id: Option<String>,
-    /// The runs this one spawned, in the order they were seen.
+    /// The runs that name this one as their parent, in the order they were seen.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children_loop_ids: Vec<String>,
     /// Sub-agent runs this run spawned (possibly in other sessions).

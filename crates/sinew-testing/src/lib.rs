@@ -51,6 +51,7 @@ pub mod hostile;
 pub mod mcp_script;
 mod mock;
 pub mod mockllm;
+mod options;
 pub mod peers;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -67,6 +68,7 @@ pub use decoding::{
 pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, recorded_streams, split_at_points};
 pub use history::{round_trip_history, round_trip_tools, with_round_trip_request};
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
+pub use options::{assert_option_support, each_option, leak_options};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
 use sinew_core::{
-    AssistantMessage, CancellationToken, Content, Message, ProviderError, StopReason, StreamDelta, StreamEvent,
-    StreamProvider, StreamRequest, ThinkingLevel, ToolDefinition, Usage,
+    AssistantMessage, CancellationToken, Content, Message, ProviderError, RequestOptions, StopReason, StreamDelta,
+    StreamEvent, StreamProvider, StreamRequest, ThinkingLevel, ToolDefinition, Usage,
 };
 
 /// One scripted step of a response.
@@ -181,6 +181,8 @@ pub struct RecordedRequest {
     pub max_tokens: Option<u32>,
     /// The sampling temperature; `None`: not set.
     pub temperature: Option<f32>,
+    /// Tool choice, stop sequences, sampling and the other request options.
+    pub options: RequestOptions,
     /// When the call was made (follows tokio's paused clock in tests).
     pub at: tokio::time::Instant,
 }
@@ -289,6 +291,7 @@ impl StreamProvider for MockProvider {
                     thinking_level: request.thinking_level,
                     max_tokens: request.max_tokens,
                     temperature: request.temperature,
+                    options: request.options.clone(),
                     at: tokio::time::Instant::now(),
                 });
             }

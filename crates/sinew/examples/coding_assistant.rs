@@ -7,7 +7,8 @@
 //! The six built-in tools (bash, read, write, edit, list, search) work in the current directory;
 //! the model's provider is whichever the environment configures (`ProviderRegistry::from_env`:
 //! Anthropic, OpenAI, Azure, Gemini, Vertex, Bedrock, or a compatible server behind
-//! `OPENAI_BASE_URL`). The model is the first argument, else `SINEW_MODEL`, else Claude Sonnet.
+//! `OPENAI_BASE_URL`). The model is the first argument, else `SINEW_MODEL`, else the registry's
+//! default for the first configured provider (`ProviderRegistry::default_model`).
 //!
 //! Commands: `/model NAME` switches models and keeps the conversation, `/clear` forgets it,
 //! `/quit` (or end of input) leaves.
@@ -33,10 +34,12 @@ async fn main() -> std::io::Result<()> {
         );
         std::process::exit(2);
     }
-    let model = std::env::args()
-        .nth(1)
-        .or_else(|| std::env::var("SINEW_MODEL").ok())
-        .unwrap_or_else(|| "claude-sonnet-4-5".into());
+    let Some(model) =
+        std::env::args().nth(1).or_else(|| std::env::var("SINEW_MODEL").ok()).or_else(|| registry.default_model())
+    else {
+        eprintln!("name the model: the configured providers have no default (an Azure deployment, a local server)");
+        std::process::exit(2);
+    };
     let agent = assistant(registry, &model, &Workspace::current_dir()?);
     println!("sinew coding assistant on {model}: /model NAME, /clear, /quit");
     let lines = std::io::stdin().lock().lines().map_while(Result::ok);

@@ -9,7 +9,7 @@
 //! `writer` with no tools that turns notes into prose. Each sub-agent runs on a fresh history of
 //! its own; its streamed text reaches the lead's run as tool updates, printed here as they come.
 //! The provider is whichever the environment configures (`ProviderRegistry::from_env`), the model
-//! `SINEW_MODEL` or Claude Sonnet.
+//! `SINEW_MODEL` or the registry's default (`ProviderRegistry::default_model`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -33,7 +33,10 @@ async fn main() -> std::io::Result<()> {
         eprintln!("no provider is configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY...");
         std::process::exit(2);
     }
-    let model = std::env::var("SINEW_MODEL").unwrap_or_else(|_| "claude-sonnet-4-5".into());
+    let Some(model) = std::env::var("SINEW_MODEL").ok().or_else(|| registry.default_model()) else {
+        eprintln!("set SINEW_MODEL: the configured providers have no default (an Azure deployment, a local server)");
+        std::process::exit(2);
+    };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let task =
         if args.is_empty() { "Summarize what this project does, in one paragraph.".into() } else { args.join(" ") };

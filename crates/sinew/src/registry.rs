@@ -58,7 +58,7 @@ impl ProviderRegistry {
         {
             use sinew_provider_openai_responses::{ResponsesConfig, ResponsesProvider};
             // A compatible server behind OPENAI_BASE_URL speaks Chat Completions, not Responses.
-            let compatible = std::env::var("OPENAI_BASE_URL").is_ok_and(|u| !u.contains("api.openai.com"));
+            let compatible = sinew_http::env_var("OPENAI_BASE_URL").is_some_and(|u| !u.contains("api.openai.com"));
             for config in [(!compatible).then(ResponsesConfig::from_env), Some(ResponsesConfig::azure_from_env())]
                 .into_iter()
                 .flatten()
@@ -102,6 +102,23 @@ impl ProviderRegistry {
     /// Whether no provider is registered.
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
+    }
+
+    /// A model this registry serves, for hosts that start before the user picks one: Claude
+    /// Sonnet (Anthropic), GPT-5 (OpenAI Responses), GPT-4o (Chat Completions), Gemini Flash
+    /// (Gemini API, Vertex AI) or Claude Sonnet on Bedrock, of the first of these providers that
+    /// is registered, with its id as prefix. `None` when only providers whose models the caller
+    /// names are registered (Azure deployments, compatible servers).
+    pub fn default_model(&self) -> Option<String> {
+        const DEFAULTS: &[(&str, &str)] = &[
+            ("anthropic", "claude-sonnet-4-5"),
+            ("openai_responses", "gpt-5"),
+            ("openai", "gpt-4o"),
+            ("google", "gemini-2.5-flash"),
+            ("google_vertex", "gemini-2.5-flash"),
+            ("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ];
+        DEFAULTS.iter().find(|(id, _)| self.get(id).is_some()).map(|(id, model)| format!("{id}/{model}"))
     }
 
     /// The provider for `model`, and the model name to send it.

@@ -64,6 +64,7 @@ fn the_registry_follows_this_processs_environment() {
     ids.sort_unstable();
     assert_eq!(ids, expected());
     println!("PROVIDERS {}", ids.join(" "));
+    println!("DEFAULT {}", registry.default_model().unwrap_or_else(|| "none".into()));
     if !registry.is_empty() {
         for model in MODELS {
             println!("ROUTE {model} {}", registry.provider_id_for(model));
@@ -117,6 +118,7 @@ fn all_seven_providers_are_registered_and_routed() {
         line(&stdout, "PROVIDERS "),
         "anthropic azure_openai bedrock google google_vertex openai openai_responses"
     );
+    assert_eq!(line(&stdout, "DEFAULT "), "anthropic/claude-sonnet-4-5");
     // Families go to their first-party service; an id prefix reaches Azure and Vertex.
     for (model, provider) in [
         ("claude-sonnet-4-5", "anthropic"),
@@ -144,6 +146,17 @@ fn a_compatible_server_replaces_openais_two_protocols_and_alternatives_configure
         ("AWS_SECRET_ACCESS_KEY", "secret"),
     ]);
     assert_eq!(line(&stdout, "PROVIDERS "), "anthropic azure_openai bedrock google openai-compatible");
+    // Only providers whose models the caller names: no default.
+    let stdout = child(&[
+        ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
+        ("AZURE_OPENAI_API_KEY", "az-key"),
+        ("AZURE_OPENAI_RESOURCE", "my-resource"),
+    ]);
+    assert_eq!(line(&stdout, "DEFAULT "), "none");
+    // An empty OPENAI_BASE_URL is unset: OpenAI's two protocols, Responses first.
+    let stdout = child(&[("OPENAI_BASE_URL", ""), ("OPENAI_API_KEY", "sk-test")]);
+    assert_eq!(line(&stdout, "PROVIDERS "), "openai openai_responses");
+    assert_eq!(line(&stdout, "DEFAULT "), "openai_responses/gpt-5");
     // Vertex needs its token as well as its project; SigV4 both halves of the key.
     let stdout = child(&[("GOOGLE_CLOUD_PROJECT", "proj"), ("AWS_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "AKID")]);
     assert_eq!(line(&stdout, "PROVIDERS").trim(), "");

@@ -132,3 +132,18 @@ async fn the_registry_names_the_provider_it_picks_and_the_models_window() {
     });
     assert_eq!(provider.as_deref(), Some("anthropic"));
 }
+
+#[tokio::test]
+async fn an_option_the_service_lacks_ends_the_run_before_any_request() {
+    let server = MockServer::scripted([ServedResponse::sse(fixture_bytes("anthropic/short-text-minimal.sse"))]).await;
+    let mut config = sinew::anthropic::AnthropicConfig::new("k");
+    config.base_url = server.url();
+    let options = sinew::RequestOptions::default().with_seed(7);
+    let mut agent = sinew::Agent::new(sinew::anthropic::AnthropicProvider::new(config), "claude-haiku-4-5")
+        .with_request_options(options);
+    let outcome = agent.prompt("hi").finish().await;
+    assert_eq!(outcome.reason, sinew::EndReason::Failed);
+    let error = outcome.error.unwrap_or_default();
+    assert!(error.contains("Anthropic Messages has no equivalent of the request option `seed`"), "{error}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+}

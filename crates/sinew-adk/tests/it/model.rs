@@ -326,3 +326,39 @@ async fn the_model_always_has_a_user_turn_to_answer() {
     let (_, provider) = run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], None), false).await;
     assert_eq!(provider.requests()[0].messages.len(), 1, "a user turn last needs nothing");
 }
+
+/// `GenerateContentConfig`'s sampling fields and `toolConfig` reach the provider as request
+/// options (adk-python hands them to google-genai the same way).
+#[tokio::test]
+async fn generation_config_becomes_request_options() {
+    let mut llm_request = request(vec![Content::user_text("hi")], None);
+    llm_request.config = serde_json::from_value(json!({
+        "topP": 0.9, "topK": 40.0, "stopSequences": ["END"], "seed": 7,
+        "presencePenalty": 0.5, "frequencyPenalty": 0.25,
+        "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["lookup"]}}
+    }))
+    .unwrap();
+    let (_, provider) = run(vec![MockResponse::text("ok")], llm_request, false).await;
+    let options = &provider.requests()[0].options;
+    let expected = sinew_core::RequestOptions::default()
+        .with_tool_choice(sinew_core::ToolChoice::tool("lookup"))
+        .with_stop_sequences(["END"])
+        .with_top_p(0.9)
+        .with_top_k(40)
+        .with_seed(7)
+        .with_presence_penalty(0.5)
+        .with_frequency_penalty(0.25);
+    assert_eq!(options, &expected);
+    for (config, choice) in [
+        (json!({"mode": "ANY"}), sinew_core::ToolChoice::Required),
+        (json!({"mode": "NONE"}), sinew_core::ToolChoice::None),
+        (json!({"mode": "AUTO"}), sinew_core::ToolChoice::Auto),
+    ] {
+        let mut llm_request = request(vec![Content::user_text("hi")], None);
+        llm_request.config = serde_json::from_value(json!({"toolConfig": {"functionCallingConfig": config}})).unwrap();
+        let (_, provider) = run(vec![MockResponse::text("ok")], llm_request, false).await;
+        assert_eq!(provider.requests()[0].options.tool_choice, choice);
+    }
+    let (_, provider) = run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], None), false).await;
+    assert_eq!(provider.requests()[0].options, sinew_core::RequestOptions::default(), "nothing set, nothing sent");
+}

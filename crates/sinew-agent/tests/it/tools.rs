@@ -344,3 +344,24 @@ async fn a_thousand_deltas_arrive_in_order_through_a_host_channel() {
     assert_eq!(sinew_testing::streamed_text(&events), expected);
     assert_eq!(events.last().map(AgentEvent::kind), Some("agent_end"));
 }
+
+/// A forced tool choice holds until the model has called a tool; the other options stay on
+/// every call.
+#[tokio::test]
+async fn a_forced_tool_choice_is_spent_by_the_first_tool_call() {
+    let (agent, mock) =
+        crate::agent([MockResponse::new().tool_call("c1", "echo", json!({"text": "hi"})), MockResponse::text("Done.")]);
+    let options =
+        RequestOptions::default().with_tool_choice(ToolChoice::tool("echo")).with_seed(7).with_stop_sequences(["END"]);
+    let mut agent = agent.with_tool(EchoTool).with_request_options(options.clone());
+    let outcome = agent.prompt("Echo hi").finish().await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    let requests = mock.requests();
+    assert_eq!(requests[0].options, options);
+    assert_eq!(requests[1].options.tool_choice, ToolChoice::Auto);
+    assert_eq!((requests[1].options.seed, &requests[1].options.stop_sequences[..]), (Some(7), &["END".to_owned()][..]));
+    // A new run forces again.
+    mock.push(MockResponse::text("No tool this time."));
+    agent.prompt("Again").finish().await;
+    assert_eq!(mock.requests()[2].options, options);
+}

@@ -148,7 +148,7 @@ fn headers_for_api_keys_and_oauth_and_no_secret_in_debug() {
 }
 
 #[test]
-fn an_aborted_answer_keeps_its_text_but_drops_unsigned_thinking() {
+fn an_aborted_answer_keeps_its_text_but_drops_unsigned_thinking_and_server_tool_blocks() {
     let history = [
         Message::user("q"),
         assistant(
@@ -156,6 +156,10 @@ fn an_aborted_answer_keeps_its_text_but_drops_unsigned_thinking() {
             StopReason::Aborted,
             vec![
                 Content::Thinking { thinking: "half a tho".into(), signature: None, redacted: false, id: None },
+                Content::Opaque {
+                    provider: "anthropic".into(),
+                    data: json!({"type": "server_tool_use", "id": "srv_9", "name": "web_search", "input": {}}),
+                },
                 Content::text("partial"),
             ],
         ),
@@ -163,4 +167,60 @@ fn an_aborted_answer_keeps_its_text_but_drops_unsigned_thinking() {
     ];
     let body = build(&history, |r| r.cache_config = CacheConfig::new(false, CacheStrategy::Auto));
     assert_eq!(body["messages"][1], json!({"role": "assistant", "content": [{"type": "text", "text": "partial"}]}));
+}
+
+#[test]
+fn request_options_become_the_messages_apis_fields() {
+    sinew_testing::assert_option_support(check_options, SUPPORTED_OPTIONS);
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_tool_choice(ToolChoice::tool("read"))
+            .with_parallel_tool_calls(false)
+            .with_stop_sequences(["END", "STOP"])
+            .with_top_p(0.9)
+            .with_top_k(40)
+            .with_user("user-1"),
+    );
+    let body = build(&history(), |r| r.options = options);
+    assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "read", "disable_parallel_tool_use": true}));
+    assert_eq!(body["stop_sequences"], json!(["END", "STOP"]));
+    assert_eq!((body["top_p"].clone(), body["top_k"].clone()), (json!(0.9), json!(40)));
+    assert_eq!(body["metadata"], json!({"user_id": "user-1"}));
+    // Each choice; none at all when nothing is set, and none without tools.
+    for (choice, expected) in [
+        (ToolChoice::Required, json!({"type": "any"})),
+        (ToolChoice::None, json!({"type": "none"})),
+        (ToolChoice::Auto, Value::Null),
+    ] {
+        let options = sinew_testing::leak_options(RequestOptions::default().with_tool_choice(choice));
+        assert_eq!(build(&history(), |r| r.options = options)["tool_choice"], expected);
+    }
+    let serial = sinew_testing::leak_options(RequestOptions::default().with_parallel_tool_calls(false));
+    assert_eq!(
+        build(&history(), |r| r.options = serial)["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
+    let body = build(&history(), |r| {
+        r.options = options;
+        r.tools = &[];
+    });
+    assert!(body.get("tool_choice").is_none());
+    for field in ["stop_sequences", "top_p", "top_k", "metadata"] {
+        assert!(build(&history(), |_| {}).get(field).is_none(), "{field} only when set");
+    }
+}
+
+#[test]
+fn a_forced_tool_call_is_refused_with_thinking() {
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = sinew_testing::round_trip_tools();
+    let options = RequestOptions::default().with_tool_choice(ToolChoice::Required);
+    let mut request = StreamRequest::new("claude-sonnet-4-5", "", &refs);
+    request.tools = &tools;
+    request.options = &options;
+    assert!(check_options(&request).is_ok());
+    request.thinking_level = ThinkingLevel::Low;
+    let error = check_options(&request).unwrap_err();
+    assert!(error.to_string().contains("cannot force a tool call while thinking"), "{error}");
 }

@@ -95,3 +95,32 @@ fn a_rich_history_becomes_the_documented_body() {
     assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"], "roles alternate");
     insta::assert_json_snapshot!(body);
 }
+
+#[test]
+fn request_options_become_converse_fields() {
+    sinew_testing::assert_option_support(check_options, SUPPORTED_OPTIONS);
+    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let options = sinew_testing::leak_options(
+        sinew_core::RequestOptions::default()
+            .with_tool_choice(ToolChoice::tool("read"))
+            .with_stop_sequences(["END"])
+            .with_top_p(0.9),
+    );
+    let sent = with_round_trip_request(&history, "us.anthropic.claude-sonnet-4-5-v1:0", |r| r.options = options, body);
+    assert_eq!(sent["toolConfig"]["toolChoice"], json!({"tool": {"name": "read"}}));
+    assert_eq!(sent["inferenceConfig"]["stopSequences"], json!(["END"]));
+    assert_eq!(sent["inferenceConfig"]["topP"], json!(0.9));
+    let required =
+        sinew_testing::leak_options(sinew_core::RequestOptions::default().with_tool_choice(ToolChoice::Required));
+    let sent = with_round_trip_request(&history, "m", |r| r.options = required, body);
+    assert_eq!(sent["toolConfig"]["toolChoice"], json!({"any": {}}));
+    // Converse has no "none".
+    let refs: Vec<&Message> = history.iter().collect();
+    let tools = sinew_testing::round_trip_tools();
+    let none = sinew_core::RequestOptions::default().with_tool_choice(ToolChoice::None);
+    let mut request = StreamRequest::new("m", "", &refs);
+    request.tools = &tools;
+    request.options = &none;
+    let error = check_options(&request).unwrap_err();
+    assert!(error.to_string().contains("`tool_choice: none`"), "{error}");
+}

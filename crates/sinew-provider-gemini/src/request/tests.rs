@@ -1,4 +1,5 @@
 use serde_json::json;
+use sinew_core::RequestOptions;
 use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
@@ -74,4 +75,38 @@ fn urls_and_headers_for_gemini_and_vertex() {
     assert_eq!(http.header_value("authorization"), Some("Bearer ya29-SECRET"));
     let http = build_request(&GeminiConfig::vertex("proj", "global", "t"), &request);
     assert!(http.url.starts_with("https://aiplatform.googleapis.com/v1/projects/proj/locations/global/"));
+}
+
+#[test]
+fn request_options_become_generation_and_tool_config() {
+    sinew_testing::assert_option_support(check_options, SUPPORTED_OPTIONS);
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_tool_choice(ToolChoice::tool("read"))
+            .with_stop_sequences(["END"])
+            .with_top_p(0.9)
+            .with_top_k(40)
+            .with_seed(7)
+            .with_presence_penalty(0.5)
+            .with_frequency_penalty(0.25),
+    );
+    let config = GeminiConfig::gemini("key");
+    let body = build(&config, "gemini-2.5-flash", |r| r.options = options);
+    assert_eq!(body["toolConfig"], json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["read"]}}));
+    let generation = &body["generationConfig"];
+    assert_eq!(generation["stopSequences"], json!(["END"]));
+    assert_eq!((generation["topP"].clone(), generation["topK"].clone()), (json!(0.9), json!(40)));
+    assert_eq!(generation["seed"], 7);
+    assert_eq!(
+        (generation["presencePenalty"].clone(), generation["frequencyPenalty"].clone()),
+        (json!(0.5), json!(0.25))
+    );
+    for (choice, expected) in [
+        (ToolChoice::Required, json!({"functionCallingConfig": {"mode": "ANY"}})),
+        (ToolChoice::None, json!({"functionCallingConfig": {"mode": "NONE"}})),
+        (ToolChoice::Auto, Value::Null),
+    ] {
+        let options = sinew_testing::leak_options(RequestOptions::default().with_tool_choice(choice));
+        assert_eq!(build(&config, "gemini-2.5-flash", |r| r.options = options)["toolConfig"], expected);
+    }
 }

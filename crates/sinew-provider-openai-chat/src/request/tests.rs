@@ -1,5 +1,5 @@
 use serde_json::json;
-use sinew_core::ThinkingLevel;
+use sinew_core::{RequestOptions, ThinkingLevel};
 use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
@@ -103,4 +103,40 @@ fn headers_and_urls_for_each_auth() {
     assert_eq!(http.url, "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21");
     assert_eq!(http.header_value("api-key"), Some("AZ-SECRET"));
     assert!(!format!("{azure:?}").contains("AZ-SECRET"));
+}
+
+#[test]
+fn request_options_become_chat_completions_fields() {
+    sinew_testing::assert_option_support(check_options, SUPPORTED_OPTIONS);
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_tool_choice(ToolChoice::tool("read"))
+            .with_parallel_tool_calls(false)
+            .with_stop_sequences(["END"])
+            .with_top_p(0.9)
+            .with_seed(7)
+            .with_presence_penalty(0.5)
+            .with_frequency_penalty(0.25)
+            .with_user("user-1"),
+    );
+    let body = build(&OpenAiChatConfig::openai("sk"), |r| r.options = options);
+    assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "read"}}));
+    assert_eq!(body["parallel_tool_calls"], json!(false));
+    assert_eq!(body["stop"], json!(["END"]));
+    assert_eq!((body["top_p"].clone(), body["seed"].clone()), (json!(0.9), json!(7)));
+    assert_eq!((body["presence_penalty"].clone(), body["frequency_penalty"].clone()), (json!(0.5), json!(0.25)));
+    assert_eq!(body["user"], "user-1");
+    for (choice, expected) in
+        [(ToolChoice::Required, json!("required")), (ToolChoice::None, json!("none")), (ToolChoice::Auto, Value::Null)]
+    {
+        let options = sinew_testing::leak_options(RequestOptions::default().with_tool_choice(choice));
+        assert_eq!(build(&OpenAiChatConfig::openai("sk"), |r| r.options = options)["tool_choice"], expected);
+    }
+    // Without tools, the API refuses both tool fields: they are left out.
+    let body = build(&OpenAiChatConfig::openai("sk"), |r| {
+        r.options = options;
+        r.tools = &[];
+    });
+    assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
+    assert_eq!(body["seed"], 7);
 }

@@ -1,5 +1,5 @@
 use serde_json::json;
-use sinew_core::ThinkingLevel;
+use sinew_core::{RequestOptions, ThinkingLevel};
 use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
@@ -60,4 +60,31 @@ fn urls_and_headers_for_openai_and_azure() {
     assert_eq!(http.url, "https://h.test/openai/responses?api-version=2025-04-01-preview");
     let body: Value = serde_json::from_slice(&http.body).unwrap();
     assert!(body.get("reasoning").is_none() && body.get("include").is_none(), "no reasoning asked when off");
+}
+
+#[test]
+fn request_options_become_responses_fields() {
+    sinew_testing::assert_option_support(check_options, SUPPORTED_OPTIONS);
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_tool_choice(ToolChoice::tool("read"))
+            .with_parallel_tool_calls(false)
+            .with_top_p(0.9)
+            .with_user("user-1"),
+    );
+    let body = build(&ResponsesConfig::openai("sk"), |r| r.options = options);
+    assert_eq!(body["tool_choice"], json!({"type": "function", "name": "read"}));
+    assert_eq!((body["parallel_tool_calls"].clone(), body["top_p"].clone()), (json!(false), json!(0.9)));
+    assert_eq!(body["user"], "user-1");
+    for (choice, expected) in
+        [(ToolChoice::Required, json!("required")), (ToolChoice::None, json!("none")), (ToolChoice::Auto, Value::Null)]
+    {
+        let options = sinew_testing::leak_options(RequestOptions::default().with_tool_choice(choice));
+        assert_eq!(build(&ResponsesConfig::openai("sk"), |r| r.options = options)["tool_choice"], expected);
+    }
+    let body = build(&ResponsesConfig::openai("sk"), |r| {
+        r.options = options;
+        r.tools = &[];
+    });
+    assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
 }
