@@ -16,7 +16,7 @@ use sinew_compaction::{ContextTracker, TieredCompaction, total_tokens};
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
     ExecutionTracker, FilterResult, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, StopReason, StreamEvent,
-    StreamRequest, ToolChoice, ToolDefinition, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
+    StreamRequest, ToolChoice, ToolDefinition, ToolResult, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
 };
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -29,6 +29,24 @@ use crate::execution::{PlannedCall, execute_tool_calls, take_steering};
 
 /// The result text of tool calls in a model response that failed or was aborted.
 pub const NOT_EXECUTED: &str = "Tool call was not executed: the model response did not complete.";
+
+/// The result text of a tool call whose arguments the output token limit cut off.
+pub const CUT_OFF: &str = "Tool call was not executed: its arguments were cut off by the output token limit. \
+    Call the tool again with shorter arguments, or split the work into smaller calls.";
+
+/// Answers, without running them, the calls of an answer the output token limit stopped whose
+/// arguments did not arrive whole (not a JSON object: `null`, or the raw text that did not
+/// parse). Calls that arrived whole still run.
+fn refuse_cut_off_calls(assistant: &AssistantMessage, calls: &mut [PlannedCall]) {
+    if assistant.stop_reason != StopReason::Length {
+        return;
+    }
+    for call in calls.iter_mut().filter(|c| !c.arguments.is_object()) {
+        tracing::warn!(tool = %call.name, id = %call.id, "the output token limit cut off a tool call's arguments");
+        let result = ToolResult::text(CUT_OFF);
+        call.decision = Some(ToolDecision::Result { result, is_error: true });
+    }
+}
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -447,7 +465,7 @@ impl Run<'_> {
                                 }
                             }
                         }
-                        let calls: Vec<PlannedCall> = assistant
+                        let mut calls: Vec<PlannedCall> = assistant
                             .tool_calls()
                             .map(|c| PlannedCall {
                                 id: c.id.to_owned(),
@@ -456,6 +474,7 @@ impl Run<'_> {
                                 decision: None,
                             })
                             .collect();
+                        refuse_cut_off_calls(&assistant, &mut calls);
                         if let Some(suspension) = self.suspension_for(&context.tools, &assistant, &calls) {
                             self.suspend(context, assistant, suspension);
                             return EndReason::Suspended;
@@ -464,6 +483,9 @@ impl Run<'_> {
                     }
                 };
 
+                // Also for calls resumed from a suspension, whatever their decision.
+                let mut calls = calls;
+                refuse_cut_off_calls(&assistant, &mut calls);
                 more_tool_calls = !calls.is_empty();
                 let (results, steering) = if calls.is_empty() {
                     (Vec::new(), take_steering(self.config))
@@ -556,7 +578,10 @@ impl Run<'_> {
             .iter()
             .map(|call| {
                 let call_ref = sinew_core::ToolCallRef { id: &call.id, name: &call.name, arguments: &call.arguments };
-                if self.config.pause_on_tool_calls {
+                if call.decision.is_some() {
+                    // Already answered (a call the token limit cut off).
+                    PendingKind::Ready
+                } else if self.config.pause_on_tool_calls {
                     PendingKind::ClientSide
                 } else if self.config.approval_policy.as_ref().is_some_and(|policy| policy(call_ref))
                     || tools.iter().any(|t| t.name() == call.name && t.requires_approval(&call.arguments))

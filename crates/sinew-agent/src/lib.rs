@@ -69,7 +69,7 @@ mod snapshot;
 mod sub_agent;
 
 pub use agent::{Agent, AgentHandle, AgentRun, SUPERSEDED};
-pub use agent_loop::{LoopOutcome, NOT_EXECUTED, agent_loop, agent_loop_continue, agent_loop_resume};
+pub use agent_loop::{CUT_OFF, LoopOutcome, NOT_EXECUTED, agent_loop, agent_loop_continue, agent_loop_resume};
 pub use approval::{Decisions, PendingToolCall, Suspension, ToolDecision};
 pub use branches::{Branch, BranchOutcome, BranchSpec};
 pub use config::{

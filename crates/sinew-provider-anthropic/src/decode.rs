@@ -96,7 +96,17 @@ impl AnthropicEvents {
                 }
                 apply_usage(&mut self.message.usage, &payload["usage"]);
             }
-            "message_stop" => return Ok(Some(self.partial())),
+            "message_stop" => {
+                // Blocks the stream never stopped (cut off): a tool call keeps its fragment.
+                for (content, block) in self.message.content.iter_mut().zip(&mut self.blocks) {
+                    if let Content::ToolCall { arguments, .. } = content
+                        && !block.partial_json.is_empty()
+                    {
+                        *arguments = Value::String(std::mem::take(&mut block.partial_json));
+                    }
+                }
+                return Ok(Some(self.partial()));
+            }
             "error" => return Err(stream_error(&payload["error"])),
             // `ping`, and events added to the protocol later, change nothing.
             _ => {}
@@ -164,8 +174,10 @@ impl AnthropicEvents {
             })
         };
         match content {
+            // Arguments that do not parse (cut off by the output limit) are kept as their raw
+            // text, as every provider keeps them: the loop answers such a call instead of running it.
             Content::ToolCall { arguments, .. } => {
-                *arguments = if json.is_empty() { arguments.take() } else { input()? }
+                *arguments = if json.is_empty() { arguments.take() } else { input().unwrap_or(Value::String(json)) }
             }
             Content::Opaque { data, .. } if !json.is_empty() => data["input"] = input()?,
             _ => {}

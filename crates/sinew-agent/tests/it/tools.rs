@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::json;
+use serde_json::{Value, json};
 use sinew_agent::SKIPPED_FOR_STEERING;
 use sinew_core::*;
 use sinew_testing::{EchoTool, FnTool, MockResponse, assert_history_valid};
@@ -364,4 +364,53 @@ async fn a_forced_tool_choice_is_spent_by_the_first_tool_call() {
     mock.push(MockResponse::text("No tool this time."));
     agent.prompt("Again").finish().await;
     assert_eq!(mock.requests()[2].options, options);
+}
+
+/// A call the output token limit cut off is never run: it is answered with an error saying why,
+/// and the calls that arrived whole still run (issue 16).
+#[tokio::test]
+async fn a_tool_call_cut_off_by_the_token_limit_is_answered_not_run() {
+    let (agent, mock) = crate::agent([
+        MockResponse::new()
+            .tool_call("whole", "echo", json!({"text": "first"}))
+            .tool_call("cut", "echo", json!("{\"text\": \"sec"))
+            .stop_reason(StopReason::Length),
+        MockResponse::text("I will send a shorter call."),
+    ]);
+    let mut agent = agent.with_tool(EchoTool);
+    let (events, outcome) = agent.prompt("Echo twice").collect().await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    assert_history_valid(agent.messages());
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionStart { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["whole"], "the cut call never starts");
+    let results = tool_result_texts(&events);
+    assert_eq!(results[0], ("whole".into(), "first".into(), false));
+    assert_eq!(results[1], ("cut".into(), sinew_agent::CUT_OFF.into(), true));
+    // The model saw why, and answered.
+    let second = &mock.requests()[1];
+    assert!(matches!(second.messages.last(), Some(Message::ToolResult(r)) if r.tool_call_id == "cut" && r.is_error));
+    // A complete call in an answer that stopped for another reason runs as usual.
+    mock.push(MockResponse::new().tool_call("ok", "echo", json!({"text": "x"})).stop_reason(StopReason::Length));
+    mock.push(MockResponse::text("Done."));
+    let (events, _) = agent.prompt("Once more").collect().await;
+    assert_eq!(tool_result_texts(&events), [("ok".into(), "x".into(), false)]);
+}
+
+/// A cut-off call that would need approval is answered at once, without suspending the run.
+#[tokio::test]
+async fn a_cut_off_call_does_not_wait_for_approval() {
+    let (agent, _) = crate::agent([
+        MockResponse::new().tool_call("cut", "echo", Value::Null).stop_reason(StopReason::Length),
+        MockResponse::text("Sorry."),
+    ]);
+    let mut agent = agent.with_tool(EchoTool).with_approval_required_for(["echo"]);
+    let (events, outcome) = agent.prompt("Echo").collect().await;
+    assert_eq!(outcome.reason, EndReason::Completed, "no suspension");
+    assert_eq!(tool_result_texts(&events), [("cut".into(), sinew_agent::CUT_OFF.into(), true)]);
 }

@@ -91,10 +91,39 @@ fn malformed_payloads_are_clear_protocol_errors() {
         + &frame(
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}}),
         )
-        + &frame(json!({"type": "content_block_stop", "index": 0}));
+        + &frame(json!({"type": "content_block_stop", "index": 0}))
+        + &frame(
+            json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 9}}),
+        )
+        + &frame(json!({"type": "message_stop"}));
+    // Arguments the output limit cut off are kept as their raw text (the loop answers the call
+    // instead of running it), and the rest of the answer is not lost.
     let events = decode(&stream);
-    let Some(ProviderError::Protocol(message)) = terminal(&events).1 else { panic!("{events:?}") };
-    assert!(message.starts_with("invalid tool input json in block 0"), "{message}");
+    let (message, error) = terminal(&events);
+    assert_eq!(error, None, "{events:?}");
+    assert_eq!(message.stop_reason, StopReason::Length);
+    assert_eq!(message.tool_calls().next().unwrap().arguments, &json!("{\"a\": "));
+}
+
+/// A tool block the stream never stopped keeps its fragment as raw text, not the `{}` it began
+/// with: an empty object would run the tool as if the call were whole.
+#[test]
+fn an_unstopped_tool_block_keeps_its_fragment() {
+    let stream = start()
+        + &frame(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
+        )
+        + &frame(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \"src/ma"}}),
+        )
+        + &frame(
+            json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 9}}),
+        )
+        + &frame(json!({"type": "message_stop"}));
+    let events = decode(&stream);
+    let (message, error) = terminal(&events);
+    assert_eq!(error, None, "{events:?}");
+    assert_eq!(message.tool_calls().next().unwrap().arguments, &json!("{\"path\": \"src/ma"));
 }
 
 #[test]
