@@ -486,7 +486,9 @@ impl Run<'_> {
                 // Also for calls resumed from a suspension, whatever their decision.
                 let mut calls = calls;
                 refuse_cut_off_calls(&assistant, &mut calls);
-                more_tool_calls = !calls.is_empty();
+                // A paused turn is not over: the model continues it from the history, this answer
+                // last (Anthropic's `pause_turn`).
+                more_tool_calls = !calls.is_empty() || assistant.stop_reason == StopReason::PauseTurn;
                 let (results, steering) = if calls.is_empty() {
                     (Vec::new(), take_steering(self.config))
                 } else {

@@ -31,6 +31,10 @@ pub enum StopReason {
     /// The model declined to answer (Anthropic's `refusal`: its safety classifiers stopped the
     /// answer). What it said before is kept; the run ends as after any answer.
     Refusal,
+    /// The service paused a long turn (Anthropic's `pause_turn`, during server-side tools). The
+    /// answer is not over: the agent loop sends the history back, this message last, and the
+    /// model continues it.
+    PauseTurn,
 }
 
 /// A message from the user.

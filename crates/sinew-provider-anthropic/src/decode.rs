@@ -227,7 +227,8 @@ fn stop_reason(reason: &str) -> StopReason {
         "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
         "tool_use" => StopReason::ToolUse,
         "refusal" => StopReason::Refusal,
-        // end_turn, stop_sequence, pause_turn: the model is done for this turn.
+        "pause_turn" => StopReason::PauseTurn,
+        // end_turn, stop_sequence: the model is done for this turn.
         _ => StopReason::Stop,
     }
 }

@@ -414,3 +414,26 @@ async fn a_cut_off_call_does_not_wait_for_approval() {
     assert_eq!(outcome.reason, EndReason::Completed, "no suspension");
     assert_eq!(tool_result_texts(&events), [("cut".into(), sinew_agent::CUT_OFF.into(), true)]);
 }
+
+/// Anthropic's `pause_turn`: the loop sends the history back, the paused answer last, and the
+/// model continues; the run does not end there (issue 16).
+#[tokio::test]
+async fn a_paused_turn_is_continued() {
+    let (agent, mock) = crate::agent([
+        MockResponse::new().text_delta("Searching the web...").stop_reason(StopReason::PauseTurn),
+        MockResponse::text("Found it."),
+    ]);
+    let mut agent = agent;
+    let outcome = agent.prompt("Find it").finish().await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    assert_eq!(outcome.final_text().as_deref(), Some("Found it."));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let last = requests[1].messages.last().unwrap();
+    assert!(
+        matches!(last, Message::Assistant(m) if m.stop_reason == StopReason::PauseTurn && m.text() == "Searching the web..."),
+        "{last:?}"
+    );
+    assert_eq!(requests[1].messages.len(), 2, "no message was added between");
+    assert_history_valid(agent.messages());
+}

@@ -196,3 +196,14 @@ proptest::proptest! {
         proptest::prop_assert!(ends_well, "every stream ends with one terminal event");
     }
 }
+
+#[test]
+fn pause_turn_is_its_own_stop_reason() {
+    let stream = start()
+        + &frame(
+            json!({"type": "message_delta", "delta": {"stop_reason": "pause_turn"}, "usage": {"output_tokens": 2}}),
+        )
+        + &frame(json!({"type": "message_stop"}));
+    let events = decode(&stream);
+    assert_eq!(terminal(&events).0.stop_reason, StopReason::PauseTurn);
+}

@@ -224,3 +224,27 @@ fn a_forced_tool_call_is_refused_with_thinking() {
     let error = check_options(&request).unwrap_err();
     assert!(error.to_string().contains("cannot force a tool call while thinking"), "{error}");
 }
+
+/// A paused answer goes back last and whole, its server tool's blocks included, so the model
+/// continues it (Anthropic's `pause_turn`).
+#[test]
+fn a_paused_answer_goes_back_last_and_whole() {
+    let server_tool = json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}});
+    let history = [
+        Message::user("find it"),
+        assistant(
+            "anthropic",
+            StopReason::PauseTurn,
+            vec![
+                Content::text("Searching."),
+                Content::Opaque { provider: "anthropic".into(), data: server_tool.clone() },
+            ],
+        ),
+    ];
+    let body = build(&history, |r| r.cache_config = CacheConfig::new(false, CacheStrategy::Auto));
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Searching."}, server_tool]})
+    );
+    assert_eq!(body["messages"].as_array().unwrap().len(), 2);
+}
