@@ -3,12 +3,17 @@
 //! Chunks are parsed into borrowed structs (no intermediate `Value` tree). Tool calls are
 //! assembled by their `index`: ids and names may come late or never, arguments in any number of
 //! fragments. Reasoning comes as `reasoning_content` (DeepSeek, xAI, vLLM) or `reasoning`
-//! (OpenRouter, Groq, Ollama). Usage may arrive in a chunk without choices after the finish
-//! reason, so the message completes at `[DONE]` or at the end of the body.
+//! (OpenRouter, Groq, Ollama), or as `thinking` parts of a `content` array (Mistral's reasoning
+//! models, whose `content` is a string or a list of typed parts). Usage may arrive in a chunk
+//! without choices after the finish reason, so the message completes at `[DONE]` or at the end of
+//! the body.
 
 use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
 use sinew_http::sse::SseEvent;
@@ -43,7 +48,7 @@ struct Choice<'a> {
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(borrow, default)]
-    content: Option<Cow<'a, str>>,
+    content: Option<DeltaContent<'a>>,
     #[serde(borrow, default)]
     reasoning_content: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -52,6 +57,59 @@ struct Delta<'a> {
     refusal: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+/// `delta.content`: a string, or (Mistral) a list of typed parts.
+enum DeltaContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<ContentPart<'a>>),
+}
+
+/// A part of an array `content`: `{"type": "text", "text"}`, or `{"type": "thinking",
+/// "thinking": [parts]}`; other kinds (`reference`...) carry nothing shown.
+#[derive(Deserialize)]
+struct ContentPart<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    thinking: Option<Vec<ContentPart<'a>>>,
+}
+
+/// By hand, so the common case (a string) stays a borrowed slice of the chunk.
+impl<'de: 'a, 'a> Deserialize<'de> for DeltaContent<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for ContentVisitor<'a> {
+            type Value = DeltaContent<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of content parts")
+            }
+
+            fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(DeltaContent::Text(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(DeltaContent::Text(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+                Ok(DeltaContent::Text(Cow::Owned(text)))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(part) = seq.next_element()? {
+                    parts.push(part);
+                }
+                Ok(DeltaContent::Parts(parts))
+            }
+        }
+        deserializer.deserialize_any(ContentVisitor(PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -207,12 +265,40 @@ impl ChatEvents {
         if let Some(piece) = reasoning.filter(|r| !r.is_empty()) {
             self.blocks.thinking(&mut self.message, piece.into_owned(), out);
         }
+        match delta.content {
+            Some(DeltaContent::Text(piece)) if !piece.is_empty() => {
+                self.blocks.text(&mut self.message, piece.into_owned(), out);
+            }
+            Some(DeltaContent::Parts(parts)) => self.parts(parts, out),
+            _ => {}
+        }
         // A refusal is what the user gets to read: it becomes text.
-        for piece in [delta.content, delta.refusal].into_iter().flatten().filter(|p| !p.is_empty()) {
+        if let Some(piece) = delta.refusal.filter(|p| !p.is_empty()) {
             self.blocks.text(&mut self.message, piece.into_owned(), out);
         }
         for call in delta.tool_calls.into_iter().flatten() {
             self.tool_call(call, out);
+        }
+    }
+
+    /// The parts of an array `content`, in order: text parts as text, thinking parts' texts as
+    /// thinking.
+    fn parts(&mut self, parts: Vec<ContentPart<'_>>, out: &mut Vec<StreamEvent>) {
+        for part in parts {
+            match part.kind.as_ref() {
+                "text" => {
+                    if let Some(text) = part.text.filter(|t| !t.is_empty()) {
+                        self.blocks.text(&mut self.message, text.into_owned(), out);
+                    }
+                }
+                "thinking" => {
+                    let texts = part.thinking.into_iter().flatten().filter_map(|p| p.text).filter(|t| !t.is_empty());
+                    for text in texts {
+                        self.blocks.thinking(&mut self.message, text.into_owned(), out);
+                    }
+                }
+                _ => {}
+            }
         }
     }
 

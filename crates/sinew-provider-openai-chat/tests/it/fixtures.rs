@@ -86,3 +86,24 @@ sinew_testing::chunking_checks! {
 }
 
 sinew_testing::hostile_sse_checks! { fixtures: fixtures, decode: decode }
+
+/// Mistral's reasoning models send `delta.content` as a list of typed parts (issue 16): thinking
+/// parts become thinking, text parts text, beside plain-string chunks; cut anywhere, the same.
+#[test]
+fn content_as_a_list_of_typed_parts() {
+    let bytes =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mistral-magistral-content-parts.sse")).unwrap();
+    let events = decode(&[&bytes]);
+    let (message, error) = stream_outcome(&events);
+    assert_eq!(error, None);
+    assert_eq!(thinking_text(&message), "好的，用户问 2+2。");
+    assert_eq!(message.text(), "2 + 2 = 4。");
+    assert_eq!((message.stop_reason, message.model.as_str()), (StopReason::Stop, "magistral-medium-2509"));
+    assert_eq!((message.usage.input, message.usage.output), (12, 28));
+    // Thinking first, then the answer: two blocks.
+    assert_eq!(message.content.len(), 2);
+    sinew_testing::assert_byte_by_byte_changes_nothing("magistral", &bytes, |chunks| {
+        let (message, error) = stream_outcome(&decode(chunks));
+        (thinking_text(&message), message.text(), error)
+    });
+}
