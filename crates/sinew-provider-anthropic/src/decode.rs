@@ -154,6 +154,9 @@ impl AnthropicEvents {
                     }));
                 }
             }
+            // A block sinew does not model keeps every delta, so it goes back to the service whole
+            // (a `compaction` block's summary arrives as `compaction_delta`s).
+            (_, Content::Opaque { data, .. }) => accumulate(data, delta),
             // `citations_delta`, and delta types added to the protocol later, are not modelled.
             _ => {}
         }
@@ -189,6 +192,21 @@ impl AnthropicEvents {
             *arguments = Value::Object(Map::new());
         }
         Ok(())
+    }
+}
+
+/// Folds a delta into an opaque block: text fields are appended, signatures and ciphertexts
+/// (which each delta carries whole) replaced, anything else set.
+fn accumulate(block: &mut Value, delta: &Value) {
+    let (Some(block), Some(delta)) = (block.as_object_mut(), delta.as_object()) else { return };
+    for (key, value) in delta.iter().filter(|(key, _)| *key != "type") {
+        let whole = matches!(key.as_str(), "signature" | "encrypted_content");
+        match (block.get_mut(key), value) {
+            (Some(Value::String(text)), Value::String(more)) if !whole => text.push_str(more),
+            _ => {
+                block.insert(key.clone(), value.clone());
+            }
+        }
     }
 }
 

@@ -178,7 +178,7 @@ fn stop_reasons_map_to_ours() {
     for (theirs, ours) in [
         ("end_turn", StopReason::Stop),
         ("stop_sequence", StopReason::Stop),
-        ("pause_turn", StopReason::Stop),
+        ("pause_turn", StopReason::PauseTurn),
         ("refusal", StopReason::Refusal),
         ("max_tokens", StopReason::Length),
         ("model_context_window_exceeded", StopReason::Length),

@@ -82,3 +82,48 @@ sinew_testing::chunking_checks! {
 }
 
 sinew_testing::hostile_sse_checks! { fixtures: fixtures, decode: decode }
+
+/// A block sinew does not model accumulates its deltas (issue 16): a compaction's summary arrives
+/// as `compaction_delta`s and must go back to the service whole on the next turn.
+#[test]
+fn an_opaque_block_accumulates_its_deltas_and_goes_back_whole() {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/compaction-delta.sse")).unwrap();
+    let events = decode(&[&bytes]);
+    let (message, error) = stream_outcome(&events);
+    assert_eq!(error, None);
+    let summary = serde_json::json!({"type": "compaction", "content": "Summary of the conversation so far."});
+    assert_eq!(message.content, [Content::Opaque { provider: "anthropic".into(), data: summary.clone() }]);
+    sinew_testing::assert_byte_by_byte_changes_nothing("compaction", &bytes, |chunks| {
+        stream_outcome(&decode(chunks)).0.content
+    });
+    // Sent back on the next turn exactly as it came.
+    let history = [
+        sinew_core::Message::user("go on"),
+        sinew_core::Message::Assistant(message),
+        sinew_core::Message::user("and then?"),
+    ];
+    let refs: Vec<&sinew_core::Message> = history.iter().collect();
+    let mut request = sinew_core::StreamRequest::new("claude-sonnet-4-5", "", &refs);
+    // Without a cache breakpoint on it, the block is exactly what came.
+    request.cache_config = sinew_core::CacheConfig::new(false, sinew_core::CacheStrategy::Auto);
+    let body = sinew_provider_anthropic::body(&sinew_provider_anthropic::AnthropicConfig::new("k"), &request);
+    assert_eq!(body["messages"][1]["content"][0], summary);
+
+    // Several deltas: text appended, a ciphertext replaced by the last one.
+    let frame = |payload: Value| format!("event: {}\ndata: {payload}\n\n", payload["type"].as_str().unwrap());
+    let stream = [
+        frame(serde_json::json!({"type": "message_start", "message": {"model": "m", "usage": {}}})),
+        frame(serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "compaction", "content": null, "encrypted_content": null}})),
+        frame(serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "compaction_delta", "content": "Part one, ", "encrypted_content": "c1"}})),
+        frame(serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "compaction_delta", "content": "part two.", "encrypted_content": "c2"}})),
+        frame(serde_json::json!({"type": "content_block_stop", "index": 0})),
+        frame(serde_json::json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let (message, _) = stream_outcome(&decode(&[stream.as_bytes()]));
+    let Content::Opaque { data, .. } = &message.content[0] else { panic!("{message:?}") };
+    assert_eq!(
+        data,
+        &serde_json::json!({"type": "compaction", "content": "Part one, part two.", "encrypted_content": "c2"})
+    );
+}
