@@ -176,15 +176,19 @@ impl GeminiEvents {
         let name = call["name"].as_str();
         let partial_args = call["partialArgs"].as_array();
         let will_continue = call["willContinue"] == true;
-        if let (Some(streaming), Some(args)) = (&mut self.streaming_call, partial_args) {
-            for arg in args {
-                apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
+        if name.is_none() {
+            match partial_args {
+                // More arguments of the call being streamed.
+                Some(args) => {
+                    let streaming = self.reopen_streaming_call()?;
+                    for arg in args {
+                        apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
+                    }
+                }
+                // `{}` closes a streamed call; one that says it continues does not.
+                None if !will_continue => self.close_streaming_call(out),
+                None => {}
             }
-            return Ok(());
-        }
-        if name.is_none() && partial_args.is_none() {
-            // `{}` closes a streamed call.
-            self.close_streaming_call(out);
             return Ok(());
         }
         self.close_streaming_call(out);
@@ -209,7 +213,12 @@ impl GeminiEvents {
                 name: Some(name),
                 delta: String::new(),
             }));
-            self.streaming_call = Some(StreamingCall { content_index: index, arguments });
+            let mut streaming = StreamingCall { content_index: index, arguments };
+            // The call's first chunk may already carry arguments.
+            for arg in partial_args.into_iter().flatten() {
+                apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
+            }
+            self.streaming_call = Some(streaming);
         } else {
             out.push(StreamEvent::Delta(StreamDelta::ToolCall {
                 index,
@@ -219,6 +228,20 @@ impl GeminiEvents {
             }));
         }
         Ok(())
+    }
+
+    /// The call being streamed; after a `{}` that closed it too early, the last call again (its
+    /// arguments keep arriving for it: they name no other). Arguments for no call are an error.
+    fn reopen_streaming_call(&mut self) -> Result<&mut StreamingCall, ProviderError> {
+        if self.streaming_call.is_none()
+            && let Some(index) = self.message.content.len().checked_sub(1)
+            && let Some(Content::ToolCall { arguments, .. }) = self.message.content.get(index)
+        {
+            self.streaming_call = Some(StreamingCall { content_index: index, arguments: arguments.clone() });
+        }
+        self.streaming_call
+            .as_mut()
+            .ok_or_else(|| ProviderError::Protocol("function call arguments before any function call".into()))
     }
 
     /// Ends a streamed call: its arguments are complete, and go out as one delta.

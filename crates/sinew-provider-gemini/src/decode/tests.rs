@@ -87,6 +87,47 @@ fn streamed_arguments_follow_their_json_paths() {
     );
 }
 
+/// `willContinue: true` keeps a streamed call open whatever else the chunk carries (issue 16):
+/// a chunk with no arguments, arguments in the call's first chunk, a stream that ends without
+/// the empty terminator: one call, whole, never nameless ones.
+#[test]
+fn a_call_that_continues_stays_one_call() {
+    let events = decode(&[
+        parts(
+            json!([{"functionCall": {"name": "f", "willContinue": true, "partialArgs": [{"jsonPath": "$.path", "stringValue": "src/", "willContinue": true}]}}]),
+        ),
+        parts(json!([{"functionCall": {"willContinue": true}}])),
+        parts(
+            json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.path", "stringValue": "main.rs"}], "willContinue": true}}]),
+        ),
+        parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.lines", "numberValue": 10}]}}])),
+        finish("STOP"),
+    ]);
+    let message = done(&events);
+    let calls: Vec<_> = message.tool_calls().collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!((calls[0].name, calls[0].arguments), ("f", &json!({"path": "src/main.rs", "lines": 10})));
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    // Arguments that arrive after an early `{}` still belong to the last call.
+    let message = done(&decode(&[
+        parts(json!([{"functionCall": {"name": "g", "willContinue": true}}])),
+        parts(json!([{"functionCall": {}}])),
+        parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "numberValue": 1}]}}])),
+        finish("STOP"),
+    ]));
+    let calls: Vec<_> = message.tool_calls().collect();
+    assert_eq!((calls.len(), calls[0].arguments), (1, &json!({"x": 1})));
+    // Arguments for no call at all are a protocol error, not a nameless call.
+    let events = decode(&[
+        parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "numberValue": 1}]}}])),
+        finish("STOP"),
+    ]);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error: ProviderError::Protocol(m), .. }) if m.contains("before any function call")),
+        "{events:?}"
+    );
+}
+
 #[test]
 fn finish_reasons_and_errors() {
     assert_eq!(done(&decode(&[parts(json!([{"text": "x"}])), finish("MAX_TOKENS")])).stop_reason, StopReason::Length);
