@@ -178,6 +178,8 @@ pub fn decoder(provider: &str, model: &str) -> OpenAiChatDecoder {
         calls: Vec::new(),
         finish_reason: None,
         started: false,
+        usage_seen: false,
+        extra_choices_warned: false,
     })
 }
 
@@ -189,6 +191,10 @@ pub struct ChatEvents {
     calls: Vec<Call>,
     finish_reason: Option<String>,
     started: bool,
+    /// A chunk carried usage.
+    usage_seen: bool,
+    /// Choices beyond the first were reported once.
+    extra_choices_warned: bool,
 }
 
 impl SseHandler for ChatEvents {
@@ -205,6 +211,14 @@ impl SseHandler for ChatEvents {
     fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
         if self.finish_reason.is_none() {
             return Err(ProviderError::Protocol("the stream ended before a finish reason".into()));
+        }
+        // Many servers never send `[DONE]`; but one that also sent no usage may have been cut
+        // before the usage chunk it was asked for. The answer is whole; its usage may not be.
+        if !self.usage_seen {
+            tracing::warn!(
+                model = %self.message.model,
+                "the stream ended after its finish reason without [DONE] or usage: the usage may be missing"
+            );
         }
         self.complete(out)
     }
@@ -235,6 +249,10 @@ impl ChatEvents {
         let chunk: Chunk<'_> = serde_json::from_str(data)
             .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?;
         if chunk.error.is_some() {
+            // What the failed call cost is still worth keeping.
+            if let Some(usage) = &chunk.usage {
+                self.message.usage = usage_of(usage);
+            }
             return Err(stream_error(data));
         }
         if !std::mem::replace(&mut self.started, true) {
@@ -247,8 +265,14 @@ impl ChatEvents {
         }
         if let Some(usage) = chunk.usage.as_ref().or(chunk.x_groq.as_ref().and_then(|x| x.usage.as_ref())) {
             self.message.usage = usage_of(usage);
+            self.usage_seen = true;
         }
-        // Only the first choice is modelled (sinew never asks for `n` > 1).
+        // Only the first choice is modelled (sinew never asks for `n` > 1); a server that sends
+        // more anyway is reported once.
+        if !self.extra_choices_warned && chunk.choices.iter().any(|c| c.index != 0) {
+            self.extra_choices_warned = true;
+            tracing::warn!(model = %self.message.model, "the server sent more than one choice; only the first is kept");
+        }
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(delta) = choice.delta {
                 self.delta(delta, out);
