@@ -15,9 +15,9 @@ use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use sinew_core::{
-    AssistantMessage, CancellationToken, Content as Block, Message, RequestOptions, StopReason, StreamEvent,
-    StreamProvider, StreamRequest, ThinkingLevel, ToolChoice, ToolDefinition, ToolResultMessage, Usage, UserMessage,
-    now_ms,
+    AssistantMessage, CancellationToken, Content as Block, Message, RequestOptions, ResponseFormat, StopReason,
+    StreamEvent, StreamProvider, StreamRequest, ThinkingLevel, ToolChoice, ToolDefinition, ToolResultMessage, Usage,
+    UserMessage, now_ms,
 };
 
 use crate::error::{Error, Result};
@@ -221,6 +221,14 @@ fn request_options(config: &GenerateContentConfig) -> RequestOptions {
     options.presence_penalty = config.presence_penalty.map(|p| p as f32);
     options.frequency_penalty = config.frequency_penalty.map(|p| p as f32);
     options.seed = config.seed;
+    // `output_schema` (set as `responseJsonSchema`), or JSON mode, as the service's structured
+    // output. Not strict: schemas written for ADK need not follow OpenAI's strict rules.
+    let json = config.response_mime_type.as_deref() == Some("application/json");
+    options.response_format = match &config.response_json_schema {
+        Some(schema) => ResponseFormat::JsonSchema { name: "response".into(), schema: schema.clone(), strict: false },
+        None if json => ResponseFormat::JsonObject,
+        None => ResponseFormat::Text,
+    };
     // `toolConfig.functionCallingConfig`: AUTO, ANY (with one allowed name: that tool), NONE.
     let calling = config.tool_config.as_ref().and_then(|c| c.get("functionCallingConfig"));
     if let Some(calling) = calling {

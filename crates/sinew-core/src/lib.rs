@@ -41,7 +41,7 @@ pub use filter::{FilterResult, InputFilter};
 pub use message::{
     AgentMessage, AssistantMessage, ExtensionMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
-pub use options::{RequestOptions, ToolChoice};
+pub use options::{RequestOptions, ResponseFormat, ToolChoice};
 pub use provider::{StreamDelta, StreamEvent, StreamProvider, StreamRequest};
 pub use retry::{MAX_SERVER_DELAY, RetryConfig, delay_for_attempt};
 /// Cancellation shared by the loop, providers and tools; cancelling a token cancels its children.

@@ -4,6 +4,7 @@
 //! silently would change what the caller asked for.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::ProviderError;
 
@@ -38,6 +39,35 @@ impl ToolChoice {
     }
 }
 
+/// The shape of the answer: free text, any JSON object, or JSON that fits a schema.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ResponseFormat {
+    /// Free text (every service's default).
+    #[default]
+    Text,
+    /// A JSON object, of no particular shape ("JSON mode").
+    JsonObject,
+    /// JSON that fits `schema` (a JSON Schema), as the service enforces it.
+    JsonSchema {
+        /// A name for the schema, as services that take one show it to the model.
+        name: String,
+        /// The JSON Schema the answer must fit.
+        schema: Value,
+        /// Ask the service to enforce the schema exactly (OpenAI's strict mode; the schema must
+        /// then follow its rules: every property required, `additionalProperties: false`).
+        strict: bool,
+    },
+}
+
+impl ResponseFormat {
+    /// JSON that fits `schema`, enforced strictly where the service can.
+    pub fn json_schema(name: impl Into<String>, schema: Value) -> Self {
+        ResponseFormat::JsonSchema { name: name.into(), schema, strict: true }
+    }
+}
+
 /// Options of a model call beyond model, prompt, tools, thinking, token cap and temperature.
 ///
 /// Everything is unset by default, which leaves each service's own default. A provider sends
@@ -66,6 +96,8 @@ pub struct RequestOptions {
     pub frequency_penalty: Option<f32>,
     /// A stable id of the end user, for the service's abuse monitoring; never a name or email.
     pub user: Option<String>,
+    /// The shape of the answer. Default [`ResponseFormat::Text`].
+    pub response_format: ResponseFormat,
 }
 
 impl RequestOptions {
@@ -80,6 +112,7 @@ impl RequestOptions {
         presence_penalty: None,
         frequency_penalty: None,
         user: None,
+        response_format: ResponseFormat::Text,
     };
 
     /// Sets [`tool_choice`](Self::tool_choice).
@@ -138,6 +171,13 @@ impl RequestOptions {
         self
     }
 
+    /// Sets [`response_format`](Self::response_format).
+    #[must_use]
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = format;
+        self
+    }
+
     /// Sets [`user`](Self::user).
     #[must_use]
     pub fn with_user(mut self, user: impl Into<String>) -> Self {
@@ -157,6 +197,7 @@ impl RequestOptions {
             ("presence_penalty", self.presence_penalty.is_some()),
             ("frequency_penalty", self.frequency_penalty.is_some()),
             ("user", self.user.is_some()),
+            ("response_format", self.response_format != ResponseFormat::Text),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
@@ -196,8 +237,9 @@ mod tests {
             .with_seed(7)
             .with_presence_penalty(0.5)
             .with_frequency_penalty(0.25)
-            .with_user("user-1");
-        assert_eq!(all.set().count(), 9);
+            .with_user("user-1")
+            .with_response_format(ResponseFormat::JsonObject);
+        assert_eq!(all.set().count(), 10);
         assert!(all.check("Everything", &all.set().collect::<Vec<_>>()).is_ok());
     }
 
@@ -214,6 +256,19 @@ mod tests {
             .to_string()
         );
         assert!(!error.is_retryable());
+    }
+
+    #[test]
+    fn response_formats_serialize_tagged() {
+        let format = ResponseFormat::json_schema("answer", serde_json::json!({"type": "object"}));
+        assert_eq!(
+            serde_json::to_value(&format).unwrap(),
+            serde_json::json!({"type": "jsonSchema", "name": "answer", "schema": {"type": "object"}, "strict": true})
+        );
+        assert_eq!(
+            serde_json::to_value(ResponseFormat::JsonObject).unwrap(),
+            serde_json::json!({"type": "jsonObject"})
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use sinew_core::{
-    AssistantMessage, CacheStrategy, Content, Message, ProviderError, RequestOptions, StopReason, StreamRequest,
-    ThinkingLevel, ToolChoice,
+    AssistantMessage, CacheStrategy, Content, Message, ProviderError, RequestOptions, ResponseFormat, StopReason,
+    StreamRequest, ThinkingLevel, ToolChoice,
 };
 use sinew_http::HttpRequest;
 
@@ -130,6 +130,8 @@ struct Body<'a> {
     top_k: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<Metadata<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -139,12 +141,18 @@ struct Metadata<'a> {
 
 /// The request options Anthropic Messages takes (the others are refused).
 pub const SUPPORTED_OPTIONS: &[&str] =
-    &["tool_choice", "parallel_tool_calls", "stop_sequences", "top_p", "top_k", "user"];
+    &["tool_choice", "parallel_tool_calls", "stop_sequences", "top_p", "top_k", "user", "response_format"];
 
 /// Refuses options Anthropic Messages has no equivalent for, and a forced tool call together with
 /// extended thinking, which the API rejects.
 pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
     request.check_options("Anthropic Messages", SUPPORTED_OPTIONS)?;
+    if request.options.response_format == ResponseFormat::JsonObject {
+        return Err(sinew_core::options::unsupported(
+            "Anthropic Messages",
+            "response_format: JSON object (give a schema)",
+        ));
+    }
     if request.options.tool_choice.is_forced() && thinking_budget(request.thinking_level).is_some() {
         return Err(ProviderError::Other(
             "Anthropic Messages cannot force a tool call while thinking; set the thinking level to Off".into(),
@@ -330,6 +338,13 @@ fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<
         top_p: request.options.top_p.map(sinew_http::json_f32),
         top_k: request.options.top_k,
         metadata: request.options.user.as_deref().map(|user_id| Metadata { user_id }),
+        // Structured outputs: the answer's JSON fits the schema.
+        output_config: match &request.options.response_format {
+            ResponseFormat::JsonSchema { schema, .. } => {
+                Some(json!({"format": {"type": "json_schema", "schema": schema}}))
+            }
+            _ => None,
+        },
     }
 }
 

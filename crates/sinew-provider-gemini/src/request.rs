@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value, json};
 use sinew_core::{
-    AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel, ToolChoice,
+    AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
+    ToolChoice,
 };
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
@@ -77,8 +78,16 @@ pub fn build_request(config: &GeminiConfig, request: &StreamRequest<'_>) -> Http
 
 /// The request options Gemini and Vertex AI take; they have no switch for parallel calls and no
 /// end-user id.
-pub const SUPPORTED_OPTIONS: &[&str] =
-    &["tool_choice", "stop_sequences", "top_p", "top_k", "seed", "presence_penalty", "frequency_penalty"];
+pub const SUPPORTED_OPTIONS: &[&str] = &[
+    "tool_choice",
+    "stop_sequences",
+    "top_p",
+    "top_k",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "response_format",
+];
 
 /// Refuses options Gemini has no equivalent for.
 pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
@@ -134,6 +143,16 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
     }
     if let Some(penalty) = options.frequency_penalty {
         generation.insert("frequencyPenalty".into(), json!(sinew_http::json_f32(penalty)));
+    }
+    match &options.response_format {
+        ResponseFormat::JsonObject => {
+            generation.insert("responseMimeType".into(), "application/json".into());
+        }
+        ResponseFormat::JsonSchema { schema, .. } => {
+            generation.insert("responseMimeType".into(), "application/json".into());
+            generation.insert("responseJsonSchema".into(), schema.clone());
+        }
+        _ => {}
     }
     if let Some(thinking) = thinking_config(request.model, request.thinking_level) {
         generation.insert("thinkingConfig".into(), thinking);

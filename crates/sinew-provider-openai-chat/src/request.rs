@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use sinew_core::{
-    AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel, ToolChoice,
+    AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
+    ToolChoice,
 };
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
@@ -222,6 +223,8 @@ struct Body<'a> {
     frequency_penalty: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
 /// The request options Chat Completions takes (`top_k` is refused: OpenAI has none).
@@ -234,6 +237,7 @@ pub const SUPPORTED_OPTIONS: &[&str] = &[
     "presence_penalty",
     "frequency_penalty",
     "user",
+    "response_format",
 ];
 
 /// Refuses options Chat Completions has no equivalent for.
@@ -367,6 +371,13 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         presence_penalty: options.presence_penalty.map(sinew_http::json_f32),
         frequency_penalty: options.frequency_penalty.map(sinew_http::json_f32),
         user: options.user.as_deref(),
+        response_format: match &options.response_format {
+            ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
+            ResponseFormat::JsonSchema { name, schema, strict } => {
+                Some(json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}))
+            }
+            _ => None,
+        },
     }
 }
 

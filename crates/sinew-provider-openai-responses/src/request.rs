@@ -5,7 +5,9 @@
 //! so reasoning models keep their chain of thought across tool calls.
 
 use serde_json::{Map, Value, json};
-use sinew_core::{AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ToolChoice};
+use sinew_core::{
+    AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ToolChoice,
+};
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// Where and how to call a Responses endpoint: OpenAI, Azure OpenAI, or a compatible server.
@@ -87,7 +89,7 @@ pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> H
 
 /// The request options the Responses API takes; it has no stop sequences, `top_k`, seed or
 /// penalties.
-pub const SUPPORTED_OPTIONS: &[&str] = &["tool_choice", "parallel_tool_calls", "top_p", "user"];
+pub const SUPPORTED_OPTIONS: &[&str] = &["tool_choice", "parallel_tool_calls", "top_p", "user", "response_format"];
 
 /// Refuses options the Responses API has no equivalent for.
 pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
@@ -132,6 +134,16 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
     }
     if let Some(user) = &request.options.user {
         body.insert("user".into(), user.as_str().into());
+    }
+    let format = match &request.options.response_format {
+        ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
+        ResponseFormat::JsonSchema { name, schema, strict } => {
+            Some(json!({"type": "json_schema", "name": name, "schema": schema, "strict": strict}))
+        }
+        _ => None,
+    };
+    if let Some(format) = format {
+        body.insert("text".into(), json!({"format": format}));
     }
     if let Some(max) = request.max_tokens {
         body.insert("max_output_tokens".into(), max.into());

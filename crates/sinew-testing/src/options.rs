@@ -1,6 +1,7 @@
 //! Checks of a provider's request options: which it accepts, which it refuses.
 
-use sinew_core::{Message, ProviderError, RequestOptions, StreamRequest, ToolChoice};
+use serde_json::json;
+use sinew_core::{Message, ProviderError, RequestOptions, ResponseFormat, StreamRequest, ToolChoice};
 
 use crate::history::round_trip_tools;
 
@@ -22,7 +23,11 @@ pub fn each_option() -> Vec<(&'static str, RequestOptions)> {
         ("seed", none.clone().with_seed(7)),
         ("presence_penalty", none.clone().with_presence_penalty(0.5)),
         ("frequency_penalty", none.clone().with_frequency_penalty(0.25)),
-        ("user", none.with_user("user-1")),
+        ("user", none.clone().with_user("user-1")),
+        (
+            "response_format",
+            none.with_response_format(ResponseFormat::json_schema("answer", json!({"type": "object"}))),
+        ),
     ]
 }
 

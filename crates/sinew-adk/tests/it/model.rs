@@ -362,3 +362,22 @@ async fn generation_config_becomes_request_options() {
     let (_, provider) = run(vec![MockResponse::text("ok")], request(vec![Content::user_text("hi")], None), false).await;
     assert_eq!(provider.requests()[0].options, sinew_core::RequestOptions::default(), "nothing set, nothing sent");
 }
+
+/// An agent's `output_schema` (ADK sets it as `responseJsonSchema`) and JSON mode become the
+/// service's structured output.
+#[tokio::test]
+async fn a_response_schema_becomes_structured_output() {
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let mut llm_request = request(vec![Content::user_text("hi")], None);
+    llm_request.config =
+        serde_json::from_value(json!({"responseMimeType": "application/json", "responseJsonSchema": schema})).unwrap();
+    let (_, provider) = run(vec![MockResponse::text("{\"city\": \"Paris\"}")], llm_request, false).await;
+    assert_eq!(
+        provider.requests()[0].options.response_format,
+        sinew_core::ResponseFormat::JsonSchema { name: "response".into(), schema, strict: false }
+    );
+    let mut llm_request = request(vec![Content::user_text("hi")], None);
+    llm_request.config = serde_json::from_value(json!({"responseMimeType": "application/json"})).unwrap();
+    let (_, provider) = run(vec![MockResponse::text("{}")], llm_request, false).await;
+    assert_eq!(provider.requests()[0].options.response_format, sinew_core::ResponseFormat::JsonObject);
+}

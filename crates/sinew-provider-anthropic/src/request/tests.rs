@@ -248,3 +248,22 @@ fn a_paused_answer_goes_back_last_and_whole() {
     );
     assert_eq!(body["messages"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_schema_becomes_structured_output_and_json_mode_is_refused() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false});
+    let options = sinew_testing::leak_options(
+        RequestOptions::default().with_response_format(ResponseFormat::json_schema("count", schema.clone())),
+    );
+    let body = build(&history(), |r| r.options = options);
+    assert_eq!(body["output_config"], json!({"format": {"type": "json_schema", "schema": schema}}));
+    assert!(build(&history(), |_| {}).get("output_config").is_none());
+    // The Messages API takes a schema, not "any JSON".
+    let history = [Message::user("hi")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let object = RequestOptions::default().with_response_format(ResponseFormat::JsonObject);
+    let mut request = StreamRequest::new("claude-sonnet-4-5", "", &refs);
+    request.options = &object;
+    let error = check_options(&request).unwrap_err();
+    assert!(error.to_string().contains("JSON object (give a schema)"), "{error}");
+}

@@ -110,3 +110,24 @@ fn request_options_become_generation_and_tool_config() {
         assert_eq!(build(&config, "gemini-2.5-flash", |r| r.options = options)["toolConfig"], expected);
     }
 }
+
+#[test]
+fn response_formats_become_a_json_mime_type_and_schema() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let config = GeminiConfig::gemini("key");
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_response_format(sinew_core::ResponseFormat::json_schema("count", schema.clone())),
+    );
+    let generation = build(&config, "gemini-2.5-flash", |r| r.options = options)["generationConfig"].clone();
+    assert_eq!(
+        (generation["responseMimeType"].clone(), generation["responseJsonSchema"].clone()),
+        (json!("application/json"), schema)
+    );
+    let object = sinew_testing::leak_options(
+        RequestOptions::default().with_response_format(sinew_core::ResponseFormat::JsonObject),
+    );
+    let generation = build(&config, "gemini-2.5-flash", |r| r.options = object)["generationConfig"].clone();
+    assert_eq!(generation["responseMimeType"], "application/json");
+    assert!(generation.get("responseJsonSchema").is_none());
+}

@@ -140,3 +140,23 @@ fn request_options_become_chat_completions_fields() {
     assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
     assert_eq!(body["seed"], 7);
 }
+
+#[test]
+fn response_formats_become_response_format() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false});
+    let strict = sinew_testing::leak_options(
+        RequestOptions::default().with_response_format(ResponseFormat::json_schema("count", schema.clone())),
+    );
+    let body = build(&OpenAiChatConfig::openai("sk"), |r| r.options = strict);
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "count", "schema": schema, "strict": true}})
+    );
+    let object =
+        sinew_testing::leak_options(RequestOptions::default().with_response_format(ResponseFormat::JsonObject));
+    assert_eq!(
+        build(&OpenAiChatConfig::openai("sk"), |r| r.options = object)["response_format"],
+        json!({"type": "json_object"})
+    );
+    assert!(build(&OpenAiChatConfig::openai("sk"), |_| {}).get("response_format").is_none());
+}

@@ -88,3 +88,26 @@ fn request_options_become_responses_fields() {
     });
     assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
 }
+
+#[test]
+fn response_formats_become_text_format() {
+    let schema = json!({"type": "object"});
+    let options =
+        sinew_testing::leak_options(RequestOptions::default().with_response_format(ResponseFormat::JsonSchema {
+            name: "anything".into(),
+            schema: schema.clone(),
+            strict: false,
+        }));
+    let body = build(&ResponsesConfig::openai("sk"), |r| r.options = options);
+    assert_eq!(
+        body["text"],
+        json!({"format": {"type": "json_schema", "name": "anything", "schema": schema, "strict": false}})
+    );
+    let object =
+        sinew_testing::leak_options(RequestOptions::default().with_response_format(ResponseFormat::JsonObject));
+    assert_eq!(
+        build(&ResponsesConfig::openai("sk"), |r| r.options = object)["text"],
+        json!({"format": {"type": "json_object"}})
+    );
+    assert!(build(&ResponsesConfig::openai("sk"), |_| {}).get("text").is_none());
+}
