@@ -9,7 +9,8 @@ use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, si
 use aws_sigv4::sign::v4;
 use serde_json::{Map, Value, json};
 use sinew_core::{
-    AssistantMessage, Content, Message, ProviderError, StopReason, StreamRequest, ThinkingLevel, ToolChoice,
+    AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
+    ToolChoice,
 };
 use sinew_http::{HttpRequest, env_var};
 
@@ -208,15 +209,21 @@ fn encode_path_segment(text: &str) -> String {
     out
 }
 
-/// The request options ConverseStream takes: a forced tool choice, stop sequences and `top_p`.
-/// Its `toolChoice` has no "none", and `top_k` exists only per model family.
-pub const SUPPORTED_OPTIONS: &[&str] = &["tool_choice", "stop_sequences", "top_p"];
+/// The request options ConverseStream takes: a forced tool choice, stop sequences, `top_p` and a
+/// schema for the answer. Its `toolChoice` has no "none", and `top_k` exists only per model family.
+pub const SUPPORTED_OPTIONS: &[&str] = &["tool_choice", "stop_sequences", "top_p", "response_format"];
 
 /// Refuses options ConverseStream has no equivalent for, and `ToolChoice::None`.
 pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
     request.check_options("Bedrock ConverseStream", SUPPORTED_OPTIONS)?;
     if request.options.tool_choice == ToolChoice::None {
         return Err(sinew_core::options::unsupported("Bedrock ConverseStream", "tool_choice: none"));
+    }
+    if request.options.response_format == ResponseFormat::JsonObject {
+        return Err(sinew_core::options::unsupported(
+            "Bedrock ConverseStream",
+            "response_format: JSON object (give a schema)",
+        ));
     }
     Ok(())
 }
@@ -244,6 +251,13 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
     }
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
+    }
+    // Structured output: the schema travels as a JSON string.
+    if let ResponseFormat::JsonSchema { name, schema, .. } = &request.options.response_format {
+        body.insert(
+            "outputConfig".into(),
+            json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": name, "schema": schema.to_string()}}}}),
+        );
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

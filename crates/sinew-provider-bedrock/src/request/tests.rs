@@ -124,3 +124,24 @@ fn request_options_become_converse_fields() {
     let error = check_options(&request).unwrap_err();
     assert!(error.to_string().contains("`tool_choice: none`"), "{error}");
 }
+
+#[test]
+fn a_schema_becomes_output_config_and_json_mode_is_refused() {
+    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let options = sinew_testing::leak_options(
+        sinew_core::RequestOptions::default()
+            .with_response_format(ResponseFormat::json_schema("count", schema.clone())),
+    );
+    let sent = with_round_trip_request(&history, "m", |r| r.options = options, body);
+    assert_eq!(
+        sent["outputConfig"],
+        json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": "count", "schema": schema.to_string()}}}})
+    );
+    let refs: Vec<&Message> = history.iter().collect();
+    let object = sinew_core::RequestOptions::default().with_response_format(ResponseFormat::JsonObject);
+    let mut request = StreamRequest::new("m", "", &refs);
+    request.options = &object;
+    let error = check_options(&request).unwrap_err();
+    assert!(error.to_string().contains("JSON object (give a schema)"), "{error}");
+}
