@@ -36,12 +36,14 @@ pub const CUT_OFF: &str = "Tool call was not executed: its arguments were cut of
 
 /// Answers, without running them, the calls of an answer the output token limit stopped whose
 /// arguments did not arrive whole (not a JSON object: `null`, or the raw text that did not
-/// parse). Calls that arrived whole still run.
+/// parse). Calls that arrived whole still run, as do calls the host answered or edited after a
+/// suspension.
 fn refuse_cut_off_calls(assistant: &AssistantMessage, calls: &mut [PlannedCall]) {
     if assistant.stop_reason != StopReason::Length {
         return;
     }
-    for call in calls.iter_mut().filter(|c| !c.arguments.is_object()) {
+    let would_run = |c: &PlannedCall| matches!(c.decision, None | Some(ToolDecision::Approve));
+    for call in calls.iter_mut().filter(|c| !c.arguments.is_object() && would_run(c)) {
         tracing::warn!(tool = %call.name, id = %call.id, "the output token limit cut off a tool call's arguments");
         let result = ToolResult::text(CUT_OFF);
         call.decision = Some(ToolDecision::Result { result, is_error: true });

@@ -437,3 +437,35 @@ async fn a_paused_turn_is_continued() {
     assert_eq!(requests[1].messages.len(), 2, "no message was added between");
     assert_history_valid(agent.messages());
 }
+
+/// A cut-off call beside one that waits for approval: the run suspends for the whole call only,
+/// and after the approval the cut call is answered, not run.
+#[tokio::test]
+async fn a_cut_off_call_stays_unrun_across_a_suspension() {
+    let (agent, _) = crate::agent([
+        MockResponse::new()
+            .tool_call("whole", "echo", json!({"text": "ok"}))
+            .tool_call("cut", "echo", json!("{\"te"))
+            .stop_reason(StopReason::Length),
+        MockResponse::text("Done."),
+    ]);
+    let mut agent = agent.with_tool(EchoTool).with_approval_required_for(["echo"]);
+    let outcome = agent.prompt("Echo").finish().await;
+    assert_eq!(outcome.reason, EndReason::Suspended);
+    let pending: Vec<&str> = agent
+        .suspension()
+        .unwrap()
+        .calls
+        .iter()
+        .filter(|c| c.kind != PendingKind::Ready)
+        .map(|c| c.tool_call_id.as_str())
+        .collect();
+    assert_eq!(pending, ["whole"], "only the whole call waits");
+    let (events, outcome) = agent.resume(sinew_agent::Decisions::new().approve("whole")).unwrap().collect().await;
+    assert_eq!(outcome.reason, EndReason::Completed);
+    assert_eq!(
+        tool_result_texts(&events),
+        [("whole".into(), "ok".into(), false), ("cut".into(), sinew_agent::CUT_OFF.into(), true)]
+    );
+    assert_history_valid(agent.messages());
+}
