@@ -48,6 +48,7 @@ mod decoding;
 mod fixtures;
 mod history;
 pub mod hostile;
+mod logs;
 pub mod mcp_script;
 mod mock;
 pub mod mockllm;
@@ -67,6 +68,7 @@ pub use decoding::{
 };
 pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, recorded_streams, split_at_points};
 pub use history::{round_trip_history, round_trip_tools, with_round_trip_request};
+pub use logs::warnings_during;
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use options::{assert_option_support, each_option, leak_options};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};

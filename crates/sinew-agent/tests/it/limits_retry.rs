@@ -267,28 +267,7 @@ async fn abort_during_a_retry_wait_ends_the_run_at_once() {
 
 #[test]
 fn retries_are_logged_with_attempt_delay_and_error() {
-    use std::sync::{Arc, Mutex};
-    use tracing_subscriber::layer::SubscriberExt;
-
-    /// Collects the fields of warn events.
-    #[derive(Clone, Default)]
-    struct Fields(Arc<Mutex<Vec<String>>>);
-    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Fields {
-        fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-            struct Visit<'a>(&'a mut Vec<String>);
-            impl tracing::field::Visit for Visit<'_> {
-                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                    self.0.push(format!("{}={value:?}", field.name()));
-                }
-            }
-            if *event.metadata().level() == tracing::Level::WARN {
-                event.record(&mut Visit(&mut self.0.lock().unwrap()));
-            }
-        }
-    }
-    let fields = Fields::default();
-    let subscriber = tracing_subscriber::registry().with(fields.clone());
-    tracing::subscriber::with_default(subscriber, || {
+    let logged = sinew_testing::warnings_during(|| {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
         rt.block_on(async {
             let limited = ProviderError::RateLimited { retry_after_ms: Some(10), message: "busy".into() };
@@ -296,7 +275,6 @@ fn retries_are_logged_with_attempt_delay_and_error() {
             agent.prompt("q").finish().await;
         });
     });
-    let logged = fields.0.lock().unwrap().join(" ");
     for field in ["attempt=1", "max_retries=3", "delay_ms=10", "error=rate limited (retry after 10 ms): busy"] {
         assert!(logged.contains(field), "{field} missing in {logged}");
     }

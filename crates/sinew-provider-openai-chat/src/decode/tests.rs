@@ -184,31 +184,6 @@ proptest! {
     }
 }
 
-/// The warnings `decode` logs, as text.
-fn warnings(decode: impl FnOnce()) -> String {
-    use std::sync::{Arc, Mutex};
-    use tracing_subscriber::layer::SubscriberExt;
-
-    #[derive(Clone, Default)]
-    struct Warnings(Arc<Mutex<Vec<String>>>);
-    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-        fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-            struct Visit<'a>(&'a mut Vec<String>);
-            impl tracing::field::Visit for Visit<'_> {
-                fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                    self.0.push(format!("{}={value:?}", field.name()));
-                }
-            }
-            if *event.metadata().level() == tracing::Level::WARN {
-                event.record(&mut Visit(&mut self.0.lock().unwrap()));
-            }
-        }
-    }
-    let warnings = Warnings::default();
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(warnings.clone()), decode);
-    warnings.0.lock().unwrap().join(" ")
-}
-
 /// Issue 16's lesser losses: usage on an error chunk is kept; choices beyond the first and a
 /// stream cut before its usage are reported, not silent.
 #[test]
@@ -225,13 +200,14 @@ fn usage_on_errors_extra_choices_and_missing_usage_are_not_lost_silently() {
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 2}}),
     ) + "data: [DONE]\n\n";
     let mut text = String::new();
-    let logged = warnings(|| text = done(&decode(&two_choices)).text());
+    let logged = sinew_testing::warnings_during(|| text = done(&decode(&two_choices)).text());
     assert_eq!(text, "first");
     assert!(logged.contains("more than one choice"), "{logged}");
 
     // Without [DONE] and without usage: whole, but said.
-    let logged =
-        warnings(|| assert_eq!(done(&decode(&(chunk(json!({"content": "ok"})) + &finish("stop")))).text(), "ok"));
+    let logged = sinew_testing::warnings_during(|| {
+        assert_eq!(done(&decode(&(chunk(json!({"content": "ok"})) + &finish("stop")))).text(), "ok")
+    });
     assert!(logged.contains("without [DONE] or usage"), "{logged}");
     // With usage and no [DONE] (servers that never send it): nothing to say.
     let with_usage = chunk(json!({"content": "ok"}))
@@ -239,5 +215,5 @@ fn usage_on_errors_extra_choices_and_missing_usage_are_not_lost_silently() {
             "data: {}\n\n",
             json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
         );
-    assert_eq!(warnings(|| drop(decode(&with_usage))), "");
+    assert_eq!(sinew_testing::warnings_during(|| drop(decode(&with_usage))), "");
 }
