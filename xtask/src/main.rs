@@ -168,6 +168,7 @@ const FEATURE_SETS: &[&[&str]] = &[
     &["--no-default-features", "--features", "sessions"],
     &["--no-default-features", "--features", "testing"],
     &["--no-default-features", "--features", "gemini"],
+    &["--no-default-features", "--features", "schema"],
 ];
 
 fn feature_sets(ci_cargo: &dyn Fn() -> Command) -> Result<()> {

@@ -146,10 +146,10 @@ impl Drop for RunningGuard {
 /// # });
 /// ```
 pub struct Agent {
-    config: AgentLoopConfig,
+    pub(crate) config: AgentLoopConfig,
     /// The context budget was set by the caller; otherwise it follows the model's window.
     context_config_set: bool,
-    context: AgentContext,
+    pub(crate) context: AgentContext,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
     shared: Arc<Shared>,

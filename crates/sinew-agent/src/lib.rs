@@ -51,8 +51,12 @@
 //! configurations and lets an [`EvaluationStrategy`] pick the winner;
 //! [`Agent::explore_branches`] continues one history in several ways at once.
 //!
+//! Typed tools and structured answers (feature `schema`): [`typed::TypedTool`] makes a tool of
+//! an `async fn(Args) -> Result<Output, E>`, and [`extract::Extractor`] makes an agent answer with
+//! a Rust value, checked against its schema and corrected by the model when it does not fit.
+//!
 //! ## Feature flags
-//! None.
+//! - `schema`: the `typed` and `extract` modules (adds `schemars` and `jsonschema`).
 
 mod agent;
 mod agent_loop;
@@ -63,10 +67,14 @@ mod emit;
 mod error;
 mod evaluation;
 mod execution;
+#[cfg(feature = "schema")]
+pub mod extract;
 mod parallel;
 pub mod skills;
 mod snapshot;
 mod sub_agent;
+#[cfg(feature = "schema")]
+pub mod typed;
 
 pub use agent::{Agent, AgentHandle, AgentRun, SUPERSEDED};
 pub use agent_loop::{CUT_OFF, LoopOutcome, NOT_EXECUTED, agent_loop, agent_loop_continue, agent_loop_resume};

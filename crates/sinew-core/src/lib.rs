@@ -26,6 +26,7 @@ pub mod message;
 pub mod options;
 pub mod provider;
 pub mod retry;
+pub mod schema;
 pub mod tool;
 pub mod usage;
 

@@ -105,7 +105,7 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
         let declarations: Vec<Value> = request
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}))
+            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": json_schema(&t.parameters)}))
             .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
         let calling = match &request.options.tool_choice {
@@ -150,7 +150,7 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
         }
         ResponseFormat::JsonSchema { schema, .. } => {
             generation.insert("responseMimeType".into(), "application/json".into());
-            generation.insert("responseJsonSchema".into(), schema.clone());
+            generation.insert("responseJsonSchema".into(), json_schema(schema));
         }
         _ => {}
     }
@@ -161,6 +161,56 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
     Value::Object(body)
+}
+
+/// The keywords of JSON Schema Gemini takes (`parametersJsonSchema`, `responseJsonSchema`), as
+/// its API reference lists them.
+const GEMINI_KEYWORDS: &[&str] = &[
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "type",
+    "format",
+    "title",
+    "description",
+    "enum",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "propertyOrdering",
+];
+
+/// `schema` in Gemini's subset of JSON Schema: keywords outside [`GEMINI_KEYWORDS`] removed
+/// (`const` first turned into a one-value `enum`), `enum` values kept to strings and numbers,
+/// and a `$ref` with sibling keywords (which Gemini refuses) moved into an `anyOf` of its own.
+/// What is removed only loosens the schema; answers are still checked against the original.
+pub(crate) fn json_schema(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    sinew_core::schema::walk_mut(&mut schema, &mut |node| {
+        if let Some(value) = node.remove("const")
+            && !node.contains_key("enum")
+        {
+            node.insert("enum".into(), Value::Array(vec![value]));
+        }
+        if let Some(Value::Array(values)) = node.get_mut("enum") {
+            values.retain(|v| v.is_string() || v.is_number());
+            if values.is_empty() {
+                node.remove("enum");
+            }
+        }
+        node.retain(|keyword, _| GEMINI_KEYWORDS.contains(&keyword.as_str()));
+        sinew_core::schema::isolate_ref(node);
+    });
+    schema
 }
 
 /// Gemini 3 takes a `thinkingLevel` (low or high); 2.5 a token budget.

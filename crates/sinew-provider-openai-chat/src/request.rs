@@ -374,6 +374,8 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         response_format: match &options.response_format {
             ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
             ResponseFormat::JsonSchema { name, schema, strict } => {
+                // Strict mode takes closed objects with every property required.
+                let schema = if *strict { sinew_core::schema::strict(schema) } else { schema.clone() };
                 Some(json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}))
             }
             _ => None,

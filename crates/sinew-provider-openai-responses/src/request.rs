@@ -138,6 +138,8 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
     let format = match &request.options.response_format {
         ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
         ResponseFormat::JsonSchema { name, schema, strict } => {
+            // Strict mode takes closed objects with every property required.
+            let schema = if *strict { sinew_core::schema::strict(schema) } else { schema.clone() };
             Some(json!({"type": "json_schema", "name": name, "schema": schema, "strict": strict}))
         }
         _ => None,

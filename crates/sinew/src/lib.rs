@@ -38,6 +38,8 @@
 //! - `tiktoken`: `compaction::TiktokenCounter`, OpenAI's tokenizer for exact token counts.
 //! - `adk`: [`adk`] (`sinew-adk`): Google ADK's data model, with JSON byte-compatible with
 //!   adk-python.
+//! - `schema` (default): `typed` (tools from typed async functions) and `extract` (answers as
+//!   Rust values, checked against their schema); adds `schemars` and `jsonschema`.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
 //! - `full`: every feature above.
 //!

@@ -4,6 +4,8 @@ mod abort;
 mod approval;
 mod basics;
 mod compaction;
+#[cfg(feature = "schema")]
+mod extract;
 mod hooks;
 mod identity;
 mod limits_retry;
@@ -13,6 +15,8 @@ mod skills;
 mod spans;
 mod sub_agent;
 mod tools;
+#[cfg(feature = "schema")]
+mod typed;
 
 use std::sync::{Arc, Mutex};
 

@@ -267,3 +267,41 @@ fn a_schema_becomes_structured_output_and_json_mode_is_refused() {
     let error = check_options(&request).unwrap_err();
     assert!(error.to_string().contains("JSON object (give a schema)"), "{error}");
 }
+
+#[test]
+fn an_answer_schema_is_sent_closed_with_refused_constraints_in_descriptions() {
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Order",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "format": "uint64", "minimum": 0, "description": "The number."},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 2},
+            "one": {"type": "array", "items": {"type": "object"}, "minItems": 1},
+            "at": {"type": "string", "format": "date-time"},
+            "kind": {"oneOf": [{"const": "a"}, {"const": "b"}]},
+        },
+        "required": ["id"],
+    });
+    assert_eq!(
+        output_schema(&schema),
+        json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer", "description": "The number. (minimum: 0, format: uint64)"},
+                "tags": {"type": "array", "items": {"type": "string", "description": "(maxLength: 8)"}, "description": "(minItems: 2)"},
+                "one": {"type": "array", "items": {"type": "object", "additionalProperties": false}, "minItems": 1},
+                "at": {"type": "string", "format": "date-time"},
+                "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
+            },
+            "required": ["id"],
+            "additionalProperties": false,
+        })
+    );
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_response_format(ResponseFormat::json_schema("order", sinew_testing::schema::order_schema())),
+    );
+    let body = build(&history(), |r| r.options = options);
+    insta::assert_json_snapshot!("order_schema_for_structured_outputs", body["output_config"]["format"]["schema"]);
+}

@@ -131,3 +131,55 @@ fn response_formats_become_a_json_mime_type_and_schema() {
     assert_eq!(generation["responseMimeType"], "application/json");
     assert!(generation.get("responseJsonSchema").is_none());
 }
+
+#[test]
+fn schemas_are_sent_in_geminis_subset_of_json_schema() {
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {"Kind": {"type": "string", "const": "a", "$comment": "dropped"}},
+        "type": "object",
+        "properties": {
+            "kind": {"$ref": "#/$defs/Kind", "description": "What it is."},
+            "maybe": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}], "default": null},
+            "n": {"type": "integer", "exclusiveMinimum": 0, "maximum": 9, "format": "uint32"},
+            "tag": {"enum": ["x", 1, null, true]},
+            "tuple": {"type": "array", "prefixItems": [{"type": "string", "pattern": "^a"}], "uniqueItems": true},
+        },
+        "required": ["kind"],
+        "additionalProperties": false,
+    });
+    assert_eq!(
+        json_schema(&schema),
+        json!({
+            "$defs": {"Kind": {"type": "string", "enum": ["a"]}},
+            "type": "object",
+            "properties": {
+                "kind": {"description": "What it is.", "anyOf": [{"$ref": "#/$defs/Kind"}]},
+                "maybe": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}]},
+                "n": {"type": "integer", "maximum": 9, "format": "uint32"},
+                "tag": {"enum": ["x", 1]},
+                "tuple": {"type": "array", "prefixItems": [{"type": "string"}]},
+            },
+            "required": ["kind"],
+            "additionalProperties": false,
+        })
+    );
+
+    // Tools' parameters and the answer's schema both go out in the subset.
+    let tools: &'static [sinew_core::ToolDefinition] = Box::leak(Box::new([sinew_core::ToolDefinition {
+        name: "order".into(),
+        description: "Places an order.".into(),
+        parameters: sinew_testing::schema::order_schema(),
+    }]));
+    let options =
+        sinew_testing::leak_options(RequestOptions::default().with_response_format(
+            sinew_core::ResponseFormat::json_schema("order", sinew_testing::schema::order_schema()),
+        ));
+    let body = build(&GeminiConfig::gemini("key"), "gemini-2.5-flash", |r| {
+        r.tools = tools;
+        r.options = options;
+    });
+    let sent = &body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"];
+    assert_eq!(sent, &body["generationConfig"]["responseJsonSchema"]);
+    insta::assert_json_snapshot!("order_schema_for_gemini", sent);
+}

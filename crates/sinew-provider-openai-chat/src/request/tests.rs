@@ -160,3 +160,26 @@ fn response_formats_become_response_format() {
     );
     assert!(build(&OpenAiChatConfig::openai("sk"), |_| {}).get("response_format").is_none());
 }
+
+#[test]
+fn a_strict_schema_is_sent_closed_with_every_property_required() {
+    let options = sinew_testing::leak_options(
+        RequestOptions::default()
+            .with_response_format(ResponseFormat::json_schema("order", sinew_testing::schema::order_schema())),
+    );
+    let format = build(&OpenAiChatConfig::openai("sk"), |r| r.options = options)["response_format"].clone();
+    let sent = &format["json_schema"]["schema"];
+    assert_eq!(sent, &sinew_core::schema::strict(&sinew_testing::schema::order_schema()));
+    assert_eq!(sent["required"], json!(["customer", "id", "lines", "note", "status"]));
+    insta::assert_json_snapshot!("order_schema_strict", sent);
+
+    // Without strict mode the schema goes as given.
+    let loose =
+        sinew_testing::leak_options(RequestOptions::default().with_response_format(ResponseFormat::JsonSchema {
+            name: "order".into(),
+            schema: sinew_testing::schema::order_schema(),
+            strict: false,
+        }));
+    let format = build(&OpenAiChatConfig::openai("sk"), |r| r.options = loose)["response_format"].clone();
+    assert_eq!(format["json_schema"]["schema"], sinew_testing::schema::order_schema());
+}

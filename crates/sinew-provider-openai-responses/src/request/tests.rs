@@ -111,3 +111,15 @@ fn response_formats_become_text_format() {
     );
     assert!(build(&ResponsesConfig::openai("sk"), |_| {}).get("text").is_none());
 }
+
+#[test]
+fn a_strict_schema_is_sent_closed_with_every_property_required() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer", "default": 1}}});
+    let options = sinew_testing::leak_options(
+        RequestOptions::default().with_response_format(ResponseFormat::json_schema("n", schema)),
+    );
+    assert_eq!(
+        build(&ResponsesConfig::openai("sk"), |r| r.options = options)["text"]["format"]["schema"],
+        json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}, "required": ["n"], "additionalProperties": false})
+    );
+}

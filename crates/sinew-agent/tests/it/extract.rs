@@ -1,0 +1,145 @@
+//! Structured answers: `Extractor` over `MockProvider`, in native and tool mode.
+
+use serde_json::{Value, json};
+use sinew_agent::extract::{ExtractError, ExtractMode, Extractor};
+use sinew_core::{EndReason, ProviderError, ResponseFormat, ToolChoice};
+use sinew_testing::MockResponse;
+use sinew_testing::schema::{Order, Status, order_schema, sample_order};
+
+use crate::{agent, user_texts};
+
+fn order() -> Order {
+    serde_json::from_value(sample_order()).unwrap()
+}
+
+#[tokio::test]
+async fn a_valid_answer_is_read_at_once_and_the_schema_goes_as_the_response_format() {
+    let (agent, mock) = agent([MockResponse::text(sample_order().to_string()).usage(10, 5)]);
+    let mut extractor = Extractor::<Order>::new(agent);
+    let extracted = extractor.extract("Read this order.").await.unwrap();
+    assert_eq!((extracted.value, extracted.attempts, extracted.usage.output), (order(), 1, 5));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].options.response_format,
+        ResponseFormat::JsonSchema { name: "Order".into(), schema: order_schema(), strict: true }
+    );
+}
+
+#[tokio::test]
+async fn invalid_json_is_sent_back_and_the_next_answer_counts() {
+    let fenced = format!("```json\n{}\n```", sample_order());
+    let (agent, mock) = agent([MockResponse::text("{\"id\": 7,"), MockResponse::text(fenced)]);
+    let mut extractor = Extractor::<Order>::new(agent);
+    let extracted = extractor.extract("Read this order.").await.unwrap();
+    assert_eq!((extracted.value, extracted.attempts), (order(), 2));
+    let correction = user_texts(&mock.requests()[1]).pop().unwrap();
+    assert!(correction.starts_with("That answer is not valid: it is not JSON (EOF while parsing"), "{correction}");
+    sinew_testing::assert_history_valid(extractor.agent().messages());
+}
+
+#[tokio::test]
+async fn a_schema_violation_is_sent_back_naming_the_field() {
+    let mut wrong = sample_order();
+    wrong["lines"][0]["quantity"] = json!(-1);
+    wrong["status"] = json!("lost");
+    let (agent, mock) = agent([MockResponse::text(wrong.to_string()), MockResponse::text(sample_order().to_string())]);
+    let mut extractor = Extractor::<Order>::new(agent);
+    let extracted = extractor.extract("Read this order.").await.unwrap();
+    assert_eq!((extracted.value.status, extracted.attempts), (Status::Shipped, 2));
+    let correction = user_texts(&mock.requests()[1]).pop().unwrap();
+    assert!(correction.contains("it does not fit the schema: "), "{correction}");
+    assert!(correction.contains("at /lines/0/quantity: -1 is less than the minimum of 0"), "{correction}");
+    assert!(correction.contains("at /status: "), "{correction}");
+}
+
+#[tokio::test]
+async fn retries_are_bounded_and_the_last_answer_is_kept() {
+    let (agent, mock) = agent([
+        MockResponse::text("no"),
+        MockResponse::text("still no"),
+        MockResponse::text("[1]"),
+        MockResponse::text("{}"),
+    ]);
+    let mut extractor = Extractor::<Order>::new(agent).with_max_retries(2);
+    let error = extractor.extract("Read this order.").await.unwrap_err();
+    let ExtractError::Invalid { attempts, problem, answer } = &error else { panic!("{error:?}") };
+    assert_eq!((*attempts, answer.as_str()), (3, "[1]"));
+    assert!(problem.starts_with("it does not fit the schema: at /: [1] is not of type \"object\""), "{problem}");
+    assert_eq!(mock.calls(), 3, "no fourth call");
+    assert_eq!(mock.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_run_is_an_error_not_a_retry() {
+    let (agent, mock) = agent([MockResponse::error(ProviderError::Auth("bad key".into()))]);
+    let mut extractor = Extractor::<Order>::new(agent);
+    let error = extractor.extract("Read this order.").await.unwrap_err();
+    assert!(
+        matches!(&error, ExtractError::Run { reason: EndReason::Failed, error: Some(e) } if e.contains("bad key")),
+        "{error:?}"
+    );
+    assert_eq!(mock.calls(), 1);
+}
+
+#[tokio::test]
+async fn an_explicit_schema_reads_into_a_json_value_and_a_broken_one_is_refused() {
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let (counting, _mock) = agent([MockResponse::text("{\"n\": \"x\"}"), MockResponse::text("{\"n\": 3}")]);
+    let mut extractor = Extractor::<Value>::with_schema(counting, "count", schema.clone()).unwrap();
+    assert_eq!(extractor.schema(), &schema);
+    assert_eq!(extractor.extract("Count.").await.unwrap().value, json!({"n": 3}));
+
+    let (idle, _mock) = agent([]);
+    let broken = Extractor::<Value>::with_schema(idle, "count", json!({"type": "no such type"})).unwrap_err();
+    assert!(matches!(&broken, ExtractError::Schema(_)), "{broken:?}");
+    assert!(broken.to_string().starts_with("invalid JSON Schema: "), "{broken}");
+}
+
+#[tokio::test]
+async fn tool_mode_forces_the_submit_tool_and_ends_the_run_once_an_answer_fits() {
+    let mut wrong = sample_order();
+    wrong["id"] = json!("seven");
+    let (agent, mock) = agent([
+        MockResponse::new().tool_call("c1", "Order", wrong),
+        MockResponse::new().tool_call("c2", "Order", sample_order()),
+        MockResponse::text("never asked for"),
+    ]);
+    let mut extractor = Extractor::<Order>::new(agent).with_mode(ExtractMode::Tool);
+    let extracted = extractor.extract("Read this order.").await.unwrap();
+    assert_eq!((extracted.value, extracted.attempts), (order(), 2));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "the run ends after the valid call");
+    assert_eq!(requests[0].options.tool_choice, ToolChoice::tool("Order"));
+    assert_eq!(requests[0].options.response_format, ResponseFormat::Text);
+    assert_eq!(requests[0].tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["Order"]);
+    assert_eq!(requests[0].tools[0].parameters, order_schema());
+    // The refused call was answered with what is wrong, so the model could correct it.
+    let refusal = requests[1].messages.iter().rev().find_map(|m| match m {
+        sinew_core::Message::ToolResult(r) => Some((sinew_core::join_text(&r.content, ""), r.is_error)),
+        _ => None,
+    });
+    assert_eq!(refusal, Some(("invalid arguments: at /id: \"seven\" is not of type \"integer\"".into(), true)));
+    sinew_testing::assert_history_valid(extractor.agent().messages());
+}
+
+#[tokio::test]
+async fn tool_mode_asks_again_when_the_tool_is_not_called_and_bounds_the_calls() {
+    let (agent, mock) = agent([
+        MockResponse::text("Here is the order: id 7."),
+        MockResponse::new().tool_call("c1", "Order", json!({})),
+        MockResponse::new().tool_call("c2", "Order", json!({"id": 1})),
+        MockResponse::text("not asked for"),
+    ]);
+    let mut extractor = Extractor::<Order>::new(agent).with_mode(ExtractMode::Tool).with_max_retries(2);
+    let error = extractor.extract("Read this order.").await.unwrap_err();
+    let ExtractError::Invalid { attempts, answer, .. } = &error else { panic!("{error:?}") };
+    assert_eq!((*attempts, answer.as_str()), (3, "{\"id\":1}"));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "the third answer was the last attempt; the run stopped there");
+    assert_eq!(
+        user_texts(&requests[1]).pop().unwrap(),
+        "That answer is not valid: `Order` was not called. Call `Order` again with arguments that fit."
+    );
+    sinew_testing::assert_history_valid(extractor.agent().messages());
+}
