@@ -27,8 +27,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use sinew::extract::{correction, read_answer};
 use sinew::tools::{Workspace, default_tools};
-use sinew::{Agent, AgentTool, EndReason, ExecutionLimits, ThinkingLevel};
+use sinew::typed::SchemaValidator;
+use sinew::{
+    Agent, AgentTool, EndReason, ExecutionLimits, RequestOptions, ResponseFormat, ThinkingLevel, valid_tool_name,
+};
 
 use crate::approval::{Approvals, GATED_TOOLS};
 use crate::chat::{Chat, Output};
@@ -64,6 +68,11 @@ struct Cli {
     /// Prints every event of the run as one JSON object per line (needs a PROMPT).
     #[arg(long)]
     json: bool,
+    /// Makes the answer JSON that fits the JSON Schema in FILE (needs a PROMPT): the provider's
+    /// structured output is asked for it, the answer is checked, and one that does not fit is
+    /// sent back to the model (twice at most). Only the checked answer goes to stdout.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "demo"])]
+    json_schema: Option<PathBuf>,
     /// Runs bash and the file-writing tools without asking.
     #[arg(long)]
     yolo: bool,
@@ -180,6 +189,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if cli.json && prompt.is_none() && !cli.demo {
         return Err(UsageError("--json needs a PROMPT: sinew --json \"...\"".into()).into());
     }
+    if cli.json_schema.is_some() && prompt.is_none() {
+        return Err(UsageError("--json-schema needs a PROMPT: sinew --json-schema FILE \"...\"".into()).into());
+    }
+    let schema = cli.json_schema.as_deref().map(load_schema).transpose()?;
     let thinking = cli.thinking.as_deref().map(parse_thinking).transpose()?;
     let term = Terminal::detect();
     if cli.demo {
@@ -212,6 +225,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let show_thinking = cli.show_thinking || config.show_thinking;
     let mut output = match cli.json {
         true => Output::Json(JsonLines),
+        false if schema.is_some() => Output::Display(Display::new(term, show_thinking, false).with_answer_on_stderr()),
         false => Output::Display(Display::new(term, show_thinking, prompt.is_none())),
     };
     for failure in failures {
@@ -237,6 +251,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .with_execution_limits(Some(LIMITS));
     if let Some(level) = thinking {
         agent = agent.with_thinking(level);
+    }
+    if let Some((name, validator)) = &schema {
+        let format =
+            ResponseFormat::JsonSchema { name: name.clone(), schema: validator.schema().clone(), strict: true };
+        agent = agent.with_request_options(RequestOptions::default().with_response_format(format));
     }
 
     let interactive = prompt.is_none();
@@ -274,9 +293,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
 
-    let code = match prompt {
-        Some(prompt) => one_shot(&mut chat, prompt).await,
-        None => repl::run(&mut chat).await.map(|()| ExitCode::SUCCESS),
+    let code = match (prompt, &schema) {
+        (Some(prompt), Some((_, validator))) => one_shot_structured(&mut chat, prompt, validator).await,
+        (Some(prompt), None) => one_shot(&mut chat, prompt).await,
+        (None, _) => repl::run(&mut chat).await.map(|()| ExitCode::SUCCESS),
     };
     chat.shutdown().await;
     code
@@ -285,16 +305,73 @@ async fn run(cli: Cli) -> Result<ExitCode> {
 /// Answers one prompt. Exit status 0 when the run completed, 1 when it failed or hit a limit.
 async fn one_shot(chat: &mut Chat, prompt: String) -> Result<ExitCode> {
     let outcome = chat.ask(prompt).await?;
+    session_notice(chat);
+    Ok(exit_status(outcome.reason))
+}
+
+/// How many times `--json-schema` sends an answer that does not fit back to the model.
+const SCHEMA_RETRIES: u32 = 2;
+
+/// Answers one prompt with JSON that fits `validator`'s schema, printed alone on stdout. An
+/// answer that does not fit goes back to the model with what is wrong ([`SCHEMA_RETRIES`] times
+/// at most); exit status 1 when none fits.
+async fn one_shot_structured(chat: &mut Chat, prompt: String, validator: &SchemaValidator) -> Result<ExitCode> {
+    let mut message = prompt;
+    let mut problem = String::new();
+    for _ in 0..=SCHEMA_RETRIES {
+        let outcome = chat.ask(message).await?;
+        if outcome.reason != EndReason::Completed {
+            session_notice(chat);
+            return Ok(exit_status(outcome.reason));
+        }
+        match read_answer(&outcome.final_text().unwrap_or_default(), validator) {
+            Ok(value) => {
+                session_notice(chat);
+                println!("{value}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(wrong) => {
+                chat.output.notice(Level::Warning, &format!("the answer is not valid: {wrong}"));
+                message = correction(&wrong);
+                problem = wrong;
+            }
+        }
+    }
+    session_notice(chat);
+    let attempts = SCHEMA_RETRIES + 1;
+    chat.output.notice(Level::Error, &format!("error: no answer fits the schema after {attempts} attempts: {problem}"));
+    Ok(ExitCode::from(exit::FAILURE))
+}
+
+/// Says how to continue the session, when it is saved.
+fn session_notice(chat: &mut Chat) {
     if chat.sessions.is_enabled() {
         let line =
             format!("session {} (continue with: sinew --resume {})", chat.agent.session_id(), chat.agent.session_id());
         chat.output.notice(Level::Dim, &line);
     }
-    Ok(match outcome.reason {
+}
+
+/// The exit status of a run that ended so.
+fn exit_status(reason: EndReason) -> ExitCode {
+    match reason {
         EndReason::Completed => ExitCode::SUCCESS,
         EndReason::Aborted => ExitCode::from(exit::INTERRUPTED),
         _ => ExitCode::from(exit::FAILURE),
-    })
+    }
+}
+
+/// The `--json-schema` file: a name for the schema (the file's stem) and the schema, compiled.
+fn load_schema(path: &Path) -> Result<(String, SchemaValidator)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| UsageError(format!("cannot read the schema {}: {error}", path.display())))?;
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| UsageError(format!("the schema {} is not JSON: {error}", path.display())))?;
+    let validator =
+        SchemaValidator::new(schema).map_err(|error| UsageError(format!("the schema {}: {error}", path.display())))?;
+    let stem = path.file_stem().map(|stem| stem.to_string_lossy()).unwrap_or_default();
+    let name = valid_tool_name(stem.strip_suffix(".schema").unwrap_or(&stem));
+    Ok((if name.is_empty() { "answer".to_owned() } else { name }, validator))
 }
 
 async fn demo(cli: Cli, term: Terminal, thinking: Option<ThinkingLevel>) -> Result<ExitCode> {

@@ -85,6 +85,8 @@ pub(crate) struct Display {
     last_usage_at: Option<u64>,
     /// The model the run asked for.
     run_model: String,
+    /// Answer text goes to stderr ([`Display::with_answer_on_stderr`]).
+    answer_on_stderr: bool,
 }
 
 /// A thinking block being streamed, its words counted as they come (never recounted).
@@ -128,6 +130,7 @@ impl Display {
             spinner: None,
             last_usage_at: None,
             run_model: String::new(),
+            answer_on_stderr: false,
         }
     }
 
@@ -146,9 +149,26 @@ impl Display {
     fn close_text(&mut self) {
         if self.text_open {
             self.text_open = false;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out);
+            self.write_answer("\n");
+        }
+    }
+
+    /// Shows the answer's text on stderr rather than stdout, which then carries only what the
+    /// caller prints (`--json-schema`: the checked answer).
+    pub(crate) fn with_answer_on_stderr(mut self) -> Display {
+        self.answer_on_stderr = true;
+        self
+    }
+
+    /// Writes answer text where answers go.
+    fn write_answer(&self, text: &str) {
+        fn write_flushed(mut out: impl Write, text: &str) {
+            let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
+        }
+        match self.answer_on_stderr {
+            true => write_flushed(std::io::stderr().lock(), text),
+            false => write_flushed(std::io::stdout().lock(), text),
         }
     }
 
@@ -245,9 +265,7 @@ impl Display {
             StreamDelta::Text { delta, .. } => {
                 self.end_thinking();
                 self.stop_spinner();
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{delta}");
-                let _ = out.flush();
+                self.write_answer(delta);
                 if !delta.is_empty() {
                     self.text_open = !delta.ends_with('\n');
                 }

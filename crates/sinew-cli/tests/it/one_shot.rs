@@ -314,3 +314,60 @@ async fn an_unreachable_session_store_is_named_in_the_error() {
     assert!(run.stderr.contains("cannot open the session store postgres://…@127.0.0.1:1/sinew"), "{}", run.stderr);
     assert!(!run.stderr.contains("secret"), "the password is not shown:\n{}", run.stderr);
 }
+
+/// `--json-schema`: an answer that does not fit goes back to the model; only the one that fits
+/// reaches stdout.
+#[tokio::test(flavor = "multi_thread")]
+async fn json_schema_asks_for_structured_output_and_prints_only_the_checked_answer() {
+    let server = MockServer::start(|request: &ReceivedRequest| {
+        let turn = match messages(request).iter().filter(|m| m["role"] == "user").count() {
+            1 => WireTurn::new().text("{\"city\": \"Paris\", \"population\": \"many\"}"),
+            _ => WireTurn::new().text("{\"city\": \"Paris\", ").text("\"population\": 2100000}"),
+        };
+        sse_response(openai_chat_events(&turn), None)
+    })
+    .await;
+    let base_url = format!("{}/v1", server.url());
+    let sandbox = Sandbox::new(&[("OPENAI_BASE_URL", &base_url)]);
+    let schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    });
+    let file = sandbox.workspace.path().join("city.schema.json");
+    std::fs::write(&file, schema.to_string()).unwrap();
+
+    let run = sandbox.run(&["--json-schema", file.to_str().unwrap(), "--model", "m", "Largest French city?"], "").await;
+    run.assert_code(0);
+    assert_eq!(run.stdout, "{\"city\":\"Paris\",\"population\":2100000}\n", "stderr:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "the answer is not valid: it does not fit the schema: at /population: \"many\" is not of type \"integer\""
+        ),
+        "{}",
+        run.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].json()["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "city", "schema": sinew::schema::strict(&schema), "strict": true}})
+    );
+    let correction = text_of(messages(&requests[1]).last().unwrap());
+    assert!(
+        correction.starts_with("That answer is not valid: it does not fit the schema: at /population"),
+        "{correction}"
+    );
+
+    // A schema that cannot be used is a usage error, before any request.
+    std::fs::write(&file, "{\"type\": 5}").unwrap();
+    let broken = sandbox.run(&["--json-schema", file.to_str().unwrap(), "--model", "m", "q"], "").await;
+    broken.assert_code(2);
+    assert!(broken.stderr.contains("city.schema.json: invalid JSON Schema: "), "{}", broken.stderr);
+    let missing = sandbox.run(&["--json-schema", "/nonexistent.json", "--model", "m", "q"], "").await;
+    missing.assert_code(2);
+    assert!(missing.stderr.contains("cannot read the schema /nonexistent.json"), "{}", missing.stderr);
+    let no_prompt = sandbox.run(&["--json-schema", file.to_str().unwrap()], "").await;
+    no_prompt.assert_code(2);
+    assert_eq!(server.requests().len(), 2);
+}
