@@ -41,6 +41,7 @@ mod request;
 pub use decode::{ChatEvents, OpenAiChatDecoder, decoder};
 pub use provider::{OpenAiChat, OpenAiChatProvider};
 pub use request::{
-    MaxTokensField, OpenAiChatConfig, ReasoningParam, SUPPORTED_OPTIONS, SystemRole, body, build_request, check_options,
+    MaxTokensField, OpenAiChatConfig, ReasoningParam, SUPPORTED_OPTIONS, SeedField, SystemRole, body, build_request,
+    check_options,
 };
 pub use sinew_http::Auth;

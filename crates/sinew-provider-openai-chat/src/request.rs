@@ -22,6 +22,15 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
+/// The name a sampling seed is sent under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedField {
+    /// `"seed"`, OpenAI's and most compatible servers'.
+    Seed,
+    /// `"random_seed"`, Mistral's.
+    RandomSeed,
+}
+
 /// The role of the system prompt: `developer` is what OpenAI's reasoning models expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SystemRole {
@@ -59,6 +68,8 @@ pub struct OpenAiChatConfig {
     pub extra_headers: Vec<(String, String)>,
     /// The name the output-token limit is sent under.
     pub max_tokens_field: MaxTokensField,
+    /// The name a sampling seed is sent under.
+    pub seed_field: SeedField,
     /// The role the system prompt is sent with.
     pub system_role: SystemRole,
     /// How the request's thinking level is sent.
@@ -79,6 +90,7 @@ impl std::fmt::Debug for OpenAiChatConfig {
             .field("query", &sinew_http::Redacted::query(&self.query))
             .field("extra_headers", &sinew_http::Redacted::headers(&self.extra_headers))
             .field("max_tokens_field", &self.max_tokens_field)
+            .field("seed_field", &self.seed_field)
             .field("system_role", &self.system_role)
             .field("reasoning", &self.reasoning)
             .field("include_usage", &self.include_usage)
@@ -97,6 +109,7 @@ impl OpenAiChatConfig {
             query: Vec::new(),
             extra_headers: Vec::new(),
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            seed_field: SeedField::Seed,
             system_role: SystemRole::System,
             reasoning: ReasoningParam::Effort,
             include_usage: true,
@@ -142,6 +155,7 @@ impl OpenAiChatConfig {
     pub fn groq(api_key: impl Into<String>) -> Self {
         OpenAiChatConfig {
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            seed_field: SeedField::Seed,
             ..OpenAiChatConfig::compatible("groq", "https://api.groq.com/openai/v1", Auth::Bearer(api_key.into()))
         }
     }
@@ -162,10 +176,11 @@ impl OpenAiChatConfig {
         }
     }
 
-    /// Mistral (strict about unknown fields: no `stream_options`).
+    /// Mistral (strict about unknown fields: no `stream_options`; the seed is `random_seed`).
     pub fn mistral(api_key: impl Into<String>) -> Self {
         OpenAiChatConfig {
             include_usage: false,
+            seed_field: SeedField::RandomSeed,
             ..OpenAiChatConfig::compatible("mistral", "https://api.mistral.ai/v1", Auth::Bearer(api_key.into()))
         }
     }
@@ -217,6 +232,8 @@ struct Body<'a> {
     top_p: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    random_seed: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     presence_penalty: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -367,7 +384,8 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         parallel_tool_calls: options.parallel_tool_calls.filter(|_| !request.tools.is_empty()),
         stop: &options.stop_sequences,
         top_p: options.top_p.map(sinew_http::json_f32),
-        seed: options.seed,
+        seed: options.seed.filter(|_| config.seed_field == SeedField::Seed),
+        random_seed: options.seed.filter(|_| config.seed_field == SeedField::RandomSeed),
         presence_penalty: options.presence_penalty.map(sinew_http::json_f32),
         frequency_penalty: options.frequency_penalty.map(sinew_http::json_f32),
         user: options.user.as_deref(),

@@ -139,6 +139,9 @@ fn request_options_become_chat_completions_fields() {
     });
     assert!(body.get("tool_choice").is_none() && body.get("parallel_tool_calls").is_none());
     assert_eq!(body["seed"], 7);
+    // Mistral names the seed `random_seed` (and refuses unknown fields).
+    let body = build(&OpenAiChatConfig::mistral("k"), |r| r.options = options);
+    assert_eq!((body.get("seed"), &body["random_seed"]), (None, &json!(7)));
 }
 
 #[test]
