@@ -22,7 +22,9 @@ use sinew_core::{
 
 use crate::error::{Error, Result};
 use crate::event::LlmResponse;
-use crate::genai::{Content, FunctionCall, GenerateContentConfig, MODEL, Part, ThinkingConfig, UsageMetadata};
+use crate::genai::{
+    Content, FileData, FunctionCall, GenerateContentConfig, MODEL, Part, ThinkingConfig, UsageMetadata,
+};
 use crate::types::LlmRequest;
 
 /// A model ADK agents call (ADK's `BaseLlm`). Object-safe: agents hold an `Arc<dyn Llm>`.
@@ -366,10 +368,22 @@ fn to_block(part: &Part) -> Option<Block> {
         });
     }
     if let Some(blob) = &part.inline_data {
-        return Some(Block::image(
-            STANDARD.encode(blob.data.as_deref().unwrap_or_default()),
-            blob.mime_type.clone().unwrap_or_default(),
-        ));
+        let data = STANDARD.encode(blob.data.as_deref().unwrap_or_default());
+        let mime_type = blob.mime_type.clone().unwrap_or_default();
+        return Some(match mime_type.split('/').next() {
+            Some("image") => Block::image(data, mime_type),
+            Some("audio") => Block::audio(data, mime_type),
+            _ => Block::Document { data, mime_type, name: blob.display_name.clone() },
+        });
+    }
+    if let Some(file) = &part.file_data {
+        let url = file.file_uri.clone()?;
+        return Some(match file.mime_type.clone() {
+            Some(mime_type) if !mime_type.starts_with("image/") => {
+                Block::DocumentUrl { url, mime_type, name: file.display_name.clone() }
+            }
+            mime_type => Block::ImageUrl { url, mime_type },
+        });
     }
     if let Some(opaque) = part.part_metadata.as_ref().and_then(|m| m.get(OPAQUE_KEY)) {
         return Some(Block::Opaque {
@@ -406,13 +420,32 @@ pub fn to_part(block: Block) -> Option<Part> {
                 ..Part::function_call(FunctionCall::new(id, name, args))
             }
         }
-        Block::Image { data, mime_type } => Part::inline_data(mime_type, STANDARD.decode(data.as_bytes()).ok()?),
+        Block::Image { data, mime_type } | Block::Audio { data, mime_type } => {
+            Part::inline_data(mime_type, STANDARD.decode(data.as_bytes()).ok()?)
+        }
+        Block::Document { data, mime_type, name } => {
+            let mut part = Part::inline_data(mime_type, STANDARD.decode(data.as_bytes()).ok()?);
+            if let Some(blob) = part.inline_data.as_mut() {
+                blob.display_name = name;
+            }
+            part
+        }
+        Block::ImageUrl { url, mime_type } => file_part(url, mime_type, None),
+        Block::DocumentUrl { url, mime_type, name } => file_part(url, Some(mime_type), name),
         Block::Opaque { provider, data } => Part {
             part_metadata: Some(Map::from_iter([(OPAQUE_KEY.to_owned(), json!({"provider": provider, "data": data}))])),
             ..Part::default()
         },
         _ => return None,
     })
+}
+
+/// A part that points at a file (`fileData`).
+fn file_part(url: String, mime_type: Option<String>, name: Option<String>) -> Part {
+    Part {
+        file_data: Some(Box::new(FileData { display_name: name, file_uri: Some(url), mime_type })),
+        ..Part::default()
+    }
 }
 
 fn finish_reason(reason: StopReason) -> &'static str {

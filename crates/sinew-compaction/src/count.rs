@@ -14,6 +14,23 @@ pub fn image_tokens(base64_len: usize) -> usize {
     (raw_bytes / 750).clamp(85, 16_000)
 }
 
+/// The tokens an image behind a URL is counted at: its size is unknown, so a typical photo's.
+pub const IMAGE_URL_TOKENS: usize = 1_600;
+/// The tokens a document behind a URL is counted at: a few pages'.
+pub const DOCUMENT_URL_TOKENS: usize = 5_000;
+
+/// The tokens a document costs: `raw_bytes / 30` (a PDF page of ~50 KB is ~1,600 tokens of text
+/// and page image), at least 100.
+pub fn document_tokens(base64_len: usize) -> usize {
+    (base64_len / 4 * 3 / 30).max(100)
+}
+
+/// The tokens audio costs: `raw_bytes / 1000` (16 kHz 16-bit audio is 32 KB, and ~32 tokens, a
+/// second), at least 32.
+pub fn audio_tokens(base64_len: usize) -> usize {
+    (base64_len / 4 * 3 / 1_000).max(32)
+}
+
 /// The tokens of content blocks. Signatures are not counted, except the encrypted payload of
 /// redacted thinking, which is sent back in its place.
 pub fn content_tokens(content: &[Content], counter: &dyn TokenCounter) -> usize {
@@ -24,6 +41,10 @@ fn block_tokens(block: &Content, counter: &dyn TokenCounter) -> usize {
     match block {
         Content::Text { text, .. } => counter.count(text),
         Content::Image { data, .. } => image_tokens(data.len()),
+        Content::ImageUrl { url, .. } => counter.count(url) + IMAGE_URL_TOKENS,
+        Content::Document { data, .. } => document_tokens(data.len()),
+        Content::DocumentUrl { url, .. } => counter.count(url) + DOCUMENT_URL_TOKENS,
+        Content::Audio { data, .. } => audio_tokens(data.len()),
         Content::Thinking { thinking, signature, redacted, .. } => {
             let hidden = if *redacted { signature.as_deref().map_or(0, |s| counter.count(s)) } else { 0 };
             counter.count(thinking) + hidden

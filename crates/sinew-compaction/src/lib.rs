@@ -34,7 +34,10 @@ mod tiktoken;
 mod tracker;
 mod truncate;
 
-pub use count::{MESSAGE_OVERHEAD, TOOL_RESULT_OVERHEAD, content_tokens, image_tokens, message_tokens, total_tokens};
+pub use count::{
+    DOCUMENT_URL_TOKENS, IMAGE_URL_TOKENS, MESSAGE_OVERHEAD, TOOL_RESULT_OVERHEAD, audio_tokens, content_tokens,
+    document_tokens, image_tokens, message_tokens, total_tokens,
+};
 pub use sinew_core::{CompactionStrategy, ContextConfig, HeuristicTokenCounter, TokenCounter, estimate_tokens};
 pub use summarize::{DEFAULT_SUMMARY_PROMPT, SummarizingCompaction};
 pub use tiered::{

@@ -172,7 +172,12 @@ fn render(label: &str, content: &[Content], out: &mut String) {
             Content::ToolCall { name, arguments, .. } => {
                 writeln!(out, "{label} called {name} {}", clip(&arguments.to_string()))
             }
-            Content::Image { .. } => writeln!(out, "{label}: [an image]"),
+            Content::Image { .. } | Content::ImageUrl { .. } => writeln!(out, "{label}: [an image]"),
+            Content::Document { name, .. } | Content::DocumentUrl { name, .. } => match name {
+                Some(name) => writeln!(out, "{label}: [a document: {name}]"),
+                None => writeln!(out, "{label}: [a document]"),
+            },
+            Content::Audio { .. } => writeln!(out, "{label}: [audio]"),
             _ => Ok(()),
         };
     }

@@ -35,7 +35,7 @@ impl CompactionStrategy for TieredCompaction {
 ///
 /// A history that fits is returned borrowed, untouched. Each step keeps the history valid: a tool
 /// call stays with its results, the first user message stays, order is kept. The result fits
-/// unless the parts no step shortens (tool-call arguments, thinking, images) of the first user
+/// unless the parts no step shortens (tool-call arguments, thinking, attachments) of the first user
 /// message and the newest turn exceed the budget by themselves.
 pub fn compact_messages<'a>(messages: &'a [AgentMessage], config: &ContextConfig) -> Cow<'a, [AgentMessage]> {
     let counter = &*config.token_counter;
@@ -163,7 +163,8 @@ fn is_extension(message: &AgentMessage) -> bool {
 #[derive(Default)]
 struct Summary {
     text: String,
-    images: Vec<Content>,
+    /// What the user attached to the messages summed up, kept as it was.
+    attachments: Vec<Content>,
 }
 
 impl Summary {
@@ -188,18 +189,33 @@ impl Summary {
             self.text.push_str("[User] ");
             self.text.push_str(&text);
         }
-        self.images.extend(content.iter().filter(|c| matches!(c, Content::Image { .. })).cloned());
+        // What the user attached (images, documents, audio) stays as it was.
+        self.attachments.extend(
+            content
+                .iter()
+                .filter(|c| {
+                    matches!(
+                        c,
+                        Content::Image { .. }
+                            | Content::ImageUrl { .. }
+                            | Content::Document { .. }
+                            | Content::DocumentUrl { .. }
+                            | Content::Audio { .. }
+                    )
+                })
+                .cloned(),
+        );
     }
 
     fn flush(&mut self, out: &mut Vec<AgentMessage>) {
-        if self.text.is_empty() && self.images.is_empty() {
+        if self.text.is_empty() && self.attachments.is_empty() {
             return;
         }
         if self.text.is_empty() {
             self.line();
         }
         let mut content = vec![Content::text(std::mem::take(&mut self.text))];
-        content.append(&mut self.images);
+        content.append(&mut self.attachments);
         out.push(AgentMessage::Llm(Message::user_content(content)));
     }
 }

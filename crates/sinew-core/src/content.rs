@@ -5,8 +5,8 @@ use serde_json::Value;
 
 /// One block of message content.
 ///
-/// Serialized with a `"type"` discriminant (`"text"`, `"image"`, `"thinking"`, `"toolCall"`,
-/// `"opaque"`). Optional fields are omitted when empty, so plain content stays small on disk.
+/// Serialized with a `"type"` discriminant (`"text"`, `"image"`, `"imageUrl"`, `"document"`,
+/// `"documentUrl"`, `"audio"`, `"thinking"`, `"toolCall"`, `"opaque"`). Optional fields are omitted when empty, so plain content stays small on disk.
 ///
 /// # Provider-opaque data
 /// Some providers hand out data that means nothing to us but must be sent back verbatim on the next
@@ -40,6 +40,45 @@ pub enum Content {
         /// The image bytes, base64-encoded (no `data:` URL prefix).
         data: String,
         /// The image's media type, such as `"image/png"`.
+        mime_type: String,
+    },
+    /// An image at a URL the service fetches itself.
+    #[serde(rename_all = "camelCase")]
+    ImageUrl {
+        /// Where the image is (`https://`, or a service's own storage such as `gs://`).
+        url: String,
+        /// The image's media type, when known (Gemini needs it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+    /// A document (a PDF, plain text...), base64-encoded.
+    #[serde(rename_all = "camelCase")]
+    Document {
+        /// The document's bytes, base64-encoded (no `data:` URL prefix).
+        data: String,
+        /// The document's media type, such as `"application/pdf"`.
+        mime_type: String,
+        /// A file name, for services that show or need one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// A document at a URL the service fetches itself.
+    #[serde(rename_all = "camelCase")]
+    DocumentUrl {
+        /// Where the document is.
+        url: String,
+        /// The document's media type, such as `"application/pdf"`.
+        mime_type: String,
+        /// A file name, for services that show or need one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// Audio, base64-encoded.
+    #[serde(rename_all = "camelCase")]
+    Audio {
+        /// The audio's bytes, base64-encoded.
+        data: String,
+        /// The audio's media type, such as `"audio/wav"` or `"audio/mpeg"`.
         mime_type: String,
     },
     /// Model reasoning. `thinking` is the visible text (or summary); `signature` the opaque token.
@@ -88,6 +127,41 @@ impl Content {
     /// An image block from base64 data.
     pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
         Content::Image { data: data.into(), mime_type: mime_type.into() }
+    }
+
+    /// An image the service fetches from `url`.
+    pub fn image_url(url: impl Into<String>) -> Self {
+        Content::ImageUrl { url: url.into(), mime_type: None }
+    }
+
+    /// A document block from base64 data.
+    pub fn document(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::Document { data: data.into(), mime_type: mime_type.into(), name: None }
+    }
+
+    /// A document the service fetches from `url`.
+    pub fn document_url(url: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::DocumentUrl { url: url.into(), mime_type: mime_type.into(), name: None }
+    }
+
+    /// An audio block from base64 data.
+    pub fn audio(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Content::Audio { data: data.into(), mime_type: mime_type.into() }
+    }
+
+    /// What kind of block this is, as errors name it (`"image URL"`, `"document"`...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Content::Text { .. } => "text",
+            Content::Image { .. } => "image",
+            Content::ImageUrl { .. } => "image URL",
+            Content::Document { .. } => "document",
+            Content::DocumentUrl { .. } => "document URL",
+            Content::Audio { .. } => "audio",
+            Content::Thinking { .. } => "thinking",
+            Content::ToolCall { .. } => "tool call",
+            Content::Opaque { .. } => "opaque block",
+        }
     }
 
     /// A thinking block without signature.

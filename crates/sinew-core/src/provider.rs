@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{CacheConfig, ThinkingLevel};
+use crate::content::Content;
 use crate::error::ProviderError;
 use crate::message::{AssistantMessage, Message};
 use crate::options::{RequestOptions, ToolChoice};
@@ -56,6 +57,32 @@ impl<'a> StreamRequest<'a> {
             retry: None,
             options: &crate::options::DEFAULT_OPTIONS,
         }
+    }
+
+    /// Refuses the first block of a user message or tool result that `service` cannot carry
+    /// (`carries` answers `Ok` for a block it can, or why not), naming its kind and where it is,
+    /// rather than letting the request builder drop it.
+    pub fn check_inputs(
+        &self,
+        service: &str,
+        carries: impl Fn(&Content) -> Result<(), String>,
+    ) -> Result<(), ProviderError> {
+        for (index, message) in self.messages.iter().enumerate() {
+            let content = match message {
+                Message::User(user) => &user.content,
+                Message::ToolResult(result) => &result.content,
+                Message::Assistant(_) => continue,
+            };
+            for block in content {
+                if let Err(why) = carries(block) {
+                    let kind = block.kind();
+                    return Err(ProviderError::Other(format!(
+                        "{service} cannot take the {kind} in message {index}: {why}"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Refuses options `service` has no equivalent for (those not in `supported`, see

@@ -38,6 +38,7 @@ mod request;
 pub use decode::{AnthropicDecoder, AnthropicEvents, PROVIDER_ID, decoder};
 pub use provider::{Anthropic, AnthropicProvider};
 pub use request::{
-    AnthropicAuth, AnthropicConfig, SUPPORTED_OPTIONS, body, build_request, check_options, thinking_budget,
+    AnthropicAuth, AnthropicConfig, SUPPORTED_OPTIONS, body, build_request, check_inputs, check_options,
+    thinking_budget,
 };
 pub use sinew_http::HttpRequest;

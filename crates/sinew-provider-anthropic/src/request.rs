@@ -215,10 +215,8 @@ struct Block<'a> {
 
 enum BlockKind<'a> {
     Text(&'a str),
-    Image {
-        data: &'a str,
-        mime_type: &'a str,
-    },
+    Image(Source<'a>),
+    Document(Source<'a>, Option<&'a str>),
     Thinking {
         thinking: &'a str,
         signature: &'a str,
@@ -236,6 +234,24 @@ enum BlockKind<'a> {
     },
     /// A block kept verbatim (server tools), sent back as it came.
     Raw(&'a Value),
+}
+
+/// Where an image's or a document's bytes come from.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Source<'a> {
+    Base64 {
+        media_type: &'a str,
+        data: &'a str,
+    },
+    Url {
+        url: &'a str,
+    },
+    /// A plain-text document, decoded.
+    Text {
+        media_type: &'static str,
+        data: String,
+    },
 }
 
 impl<'a> Block<'a> {
@@ -260,9 +276,16 @@ impl Serialize for Block<'_> {
                 map.serialize_entry("type", "text")?;
                 map.serialize_entry("text", text)?;
             }
-            BlockKind::Image { data, mime_type } => {
+            BlockKind::Image(source) => {
                 map.serialize_entry("type", "image")?;
-                map.serialize_entry("source", &json!({"type": "base64", "media_type": mime_type, "data": data}))?;
+                map.serialize_entry("source", source)?;
+            }
+            BlockKind::Document(source, title) => {
+                map.serialize_entry("type", "document")?;
+                map.serialize_entry("source", source)?;
+                if let Some(title) = title {
+                    map.serialize_entry("title", title)?;
+                }
             }
             BlockKind::Thinking { thinking, signature } => {
                 map.serialize_entry("type", "thinking")?;
@@ -476,11 +499,52 @@ fn messages<'a>(history: &[&'a Message], cache_at: Option<usize>) -> Vec<Turn<'a
 }
 
 fn user_block(content: &Content) -> Option<Block<'_>> {
-    match content {
-        Content::Text { text, .. } if !text.is_empty() => Some(Block::new(BlockKind::Text(text))),
-        Content::Image { data, mime_type } => Some(Block::new(BlockKind::Image { data, mime_type })),
-        _ => None,
-    }
+    let kind = match content {
+        Content::Text { text, .. } if !text.is_empty() => BlockKind::Text(text),
+        Content::Image { data, mime_type } => BlockKind::Image(Source::Base64 { media_type: mime_type, data }),
+        Content::ImageUrl { url, .. } => BlockKind::Image(Source::Url { url }),
+        Content::Document { data, mime_type, name } if mime_type == TEXT => {
+            // `check_inputs` refused text that is not base64 UTF-8.
+            let text = decode_text(data).unwrap_or_default();
+            BlockKind::Document(Source::Text { media_type: TEXT, data: text }, name.as_deref())
+        }
+        Content::Document { data, mime_type, name } => {
+            BlockKind::Document(Source::Base64 { media_type: mime_type, data }, name.as_deref())
+        }
+        Content::DocumentUrl { url, name, .. } => BlockKind::Document(Source::Url { url }, name.as_deref()),
+        _ => return None,
+    };
+    Some(Block::new(kind))
+}
+
+const PDF: &str = "application/pdf";
+const TEXT: &str = "text/plain";
+
+/// A plain-text document's text.
+fn decode_text(data: &str) -> Option<String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// Refuses what Anthropic Messages cannot take in a user message or tool result: audio, and
+/// documents other than PDF (base64 or URL) and plain text (base64 UTF-8).
+pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_inputs("Anthropic Messages", |content| match content {
+        Content::Audio { .. } => Err("the Messages API takes no audio".into()),
+        Content::Document { mime_type, .. } | Content::DocumentUrl { mime_type, .. }
+            if mime_type != PDF && mime_type != TEXT =>
+        {
+            Err(format!("documents are PDF or plain text, not {mime_type}"))
+        }
+        Content::DocumentUrl { mime_type, .. } if mime_type == TEXT => {
+            Err("a plain-text document goes as data, not a URL".into())
+        }
+        Content::Document { data, mime_type, .. } if mime_type == TEXT && decode_text(data).is_none() => {
+            Err("a plain-text document must be base64 of UTF-8 text".into())
+        }
+        _ => Ok(()),
+    })
 }
 
 fn assistant_blocks(message: &AssistantMessage) -> Vec<Block<'_>> {

@@ -39,5 +39,5 @@ pub use decode::{BedrockDecoder, PROVIDER_ID, decoder};
 pub use provider::{Bedrock, BedrockProvider};
 pub use request::{
     AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, SUPPORTED_OPTIONS, Secret, body,
-    build_request, check_options, sign_request,
+    build_request, check_inputs, check_options, sign_request,
 };

@@ -290,12 +290,16 @@ fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
 
 fn messages(history: &[&Message]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(history.len());
+    let mut documents = 0;
     for message in history {
         let (role, blocks) = match message {
-            Message::User(user) => ("user", user.content.iter().filter_map(user_block).collect::<Vec<_>>()),
+            Message::User(user) => {
+                ("user", user.content.iter().filter_map(|c| user_block(c, &mut documents)).collect::<Vec<_>>())
+            }
             Message::Assistant(assistant) => ("assistant", assistant_blocks(assistant)),
             Message::ToolResult(result) => {
-                let mut content: Vec<Value> = result.content.iter().filter_map(user_block).collect();
+                let mut content: Vec<Value> =
+                    result.content.iter().filter_map(|c| user_block(c, &mut documents)).collect();
                 if content.is_empty() {
                     content.push(json!({"text": "(no output)"}));
                 }
@@ -325,15 +329,67 @@ fn messages(history: &[&Message]) -> Vec<Value> {
     out
 }
 
-fn user_block(content: &Content) -> Option<Value> {
+/// `documents` counts the documents so far, to name those that have no name.
+fn user_block(content: &Content, documents: &mut usize) -> Option<Value> {
     match content {
         Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
         Content::Image { data, mime_type } => {
             let format = mime_type.strip_prefix("image/").unwrap_or(mime_type);
             Some(json!({"image": {"format": format, "source": {"bytes": data}}}))
         }
+        Content::Document { data, mime_type, name } => {
+            *documents += 1;
+            let format = document_format(mime_type)?;
+            let name = document_name(name.as_deref(), *documents);
+            Some(json!({"document": {"format": format, "name": name, "source": {"bytes": data}}}))
+        }
         _ => None,
     }
+}
+
+/// The Converse document format of a media type.
+fn document_format(mime_type: &str) -> Option<&'static str> {
+    Some(match mime_type {
+        "application/pdf" => "pdf",
+        "text/csv" => "csv",
+        "application/msword" => "doc",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document" => "docx",
+        "application/vnd.ms-excel" => "xls",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" => "xlsx",
+        "text/html" => "html",
+        "text/plain" => "txt",
+        "text/markdown" => "md",
+        _ => return None,
+    })
+}
+
+/// A document name as Converse takes it (letters, digits, single spaces, hyphens, parentheses,
+/// square brackets): other characters become spaces; no name, or nothing left, is `document N`.
+fn document_name(name: Option<&str>, number: usize) -> String {
+    let cleaned = name.map(|name| {
+        let kept: String = name
+            .chars()
+            .map(|c| if c.is_alphanumeric() || matches!(c, '-' | '(' | ')' | '[' | ']') { c } else { ' ' })
+            .collect();
+        kept.split_whitespace().collect::<Vec<_>>().join(" ")
+    });
+    match cleaned {
+        Some(name) if !name.is_empty() => name,
+        _ => format!("document {number}"),
+    }
+}
+
+/// Refuses what ConverseStream cannot carry in a user message or tool result: URLs (it takes
+/// bytes), audio, and documents in other formats than its nine.
+pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_inputs("Bedrock ConverseStream", |content| match content {
+        Content::ImageUrl { .. } | Content::DocumentUrl { .. } => Err("it takes the bytes, not a URL".into()),
+        Content::Audio { .. } => Err("it takes no audio".into()),
+        Content::Document { mime_type, .. } if document_format(mime_type).is_none() => {
+            Err(format!("documents are PDF, CSV, DOC, DOCX, XLS, XLSX, HTML, plain text or Markdown, not {mime_type}"))
+        }
+        _ => Ok(()),
+    })
 }
 
 fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {

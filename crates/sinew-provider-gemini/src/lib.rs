@@ -35,5 +35,5 @@ mod request;
 
 pub use decode::{GeminiDecoder, GeminiEvents, decoder};
 pub use provider::{Gemini, GeminiProvider};
-pub use request::{GeminiConfig, SKIP_SIGNATURE, SUPPORTED_OPTIONS, body, build_request, check_options};
+pub use request::{GeminiConfig, SKIP_SIGNATURE, SUPPORTED_OPTIONS, body, build_request, check_inputs, check_options};
 pub use sinew_http::Auth;

@@ -256,8 +256,9 @@ fn contents(config: &GeminiConfig, request: &StreamRequest<'_>) -> Vec<Value> {
                     response["id"] = result.tool_call_id.as_str().into();
                 }
                 let mut parts = vec![json!({"functionResponse": response})];
+                // Images, documents and audio a tool returned follow its response as parts.
                 parts
-                    .extend(result.content.iter().filter(|c| matches!(c, Content::Image { .. })).filter_map(user_part));
+                    .extend(result.content.iter().filter(|c| !matches!(c, Content::Text { .. })).filter_map(user_part));
                 // The results of one batch go back together, in one user turn.
                 match out.last_mut() {
                     Some(previous)
@@ -281,9 +282,23 @@ fn contents(config: &GeminiConfig, request: &StreamRequest<'_>) -> Vec<Value> {
 fn user_part(content: &Content) -> Option<Value> {
     match content {
         Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
-        Content::Image { data, mime_type } => Some(json!({"inlineData": {"mimeType": mime_type, "data": data}})),
+        Content::Image { data, mime_type }
+        | Content::Document { data, mime_type, .. }
+        | Content::Audio { data, mime_type } => Some(json!({"inlineData": {"mimeType": mime_type, "data": data}})),
+        Content::ImageUrl { url, mime_type: Some(mime_type) } | Content::DocumentUrl { url, mime_type, .. } => {
+            Some(json!({"fileData": {"mimeType": mime_type, "fileUri": url}}))
+        }
         _ => None,
     }
+}
+
+/// Refuses what Gemini cannot carry in a user message or tool result: an image URL without its
+/// media type (`fileData` needs one).
+pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_inputs("Gemini", |content| match content {
+        Content::ImageUrl { mime_type: None, .. } => Err("a file URL needs its media type (set `mime_type`)".into()),
+        _ => Ok(()),
+    })
 }
 
 fn model_parts(config: &GeminiConfig, message: &AssistantMessage, gemini3: bool) -> Vec<Value> {

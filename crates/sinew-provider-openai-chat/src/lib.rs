@@ -42,6 +42,6 @@ pub use decode::{ChatEvents, OpenAiChatDecoder, decoder};
 pub use provider::{OpenAiChat, OpenAiChatProvider};
 pub use request::{
     MaxTokensField, OpenAiChatConfig, ReasoningParam, SUPPORTED_OPTIONS, SeedField, SystemRole, body, build_request,
-    check_options,
+    check_inputs, check_options,
 };
 pub use sinew_http::Auth;

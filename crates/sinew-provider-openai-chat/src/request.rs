@@ -299,12 +299,28 @@ enum WireContent<'a> {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Part<'a> {
     Text { text: &'a str },
-    ImageUrl { image_url: ImageUrl },
+    ImageUrl { image_url: ImageUrl<'a> },
+    File { file: WireFile<'a> },
+    InputAudio { input_audio: InputAudio<'a> },
 }
 
 #[derive(Serialize)]
-struct ImageUrl {
-    url: String,
+struct ImageUrl<'a> {
+    /// The URL, or the image as a `data:` URL.
+    url: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct WireFile<'a> {
+    filename: &'a str,
+    /// The file as a `data:` URL.
+    file_data: String,
+}
+
+#[derive(Serialize)]
+struct InputAudio<'a> {
+    data: &'a str,
+    format: &'static str,
 }
 
 #[derive(Serialize)]
@@ -438,7 +454,7 @@ fn messages<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> Ve
                 }
             }
             Message::ToolResult(result) => {
-                tool_images.extend(result.content.iter().filter_map(image_part));
+                tool_images.extend(result.content.iter().filter_map(attachment_part));
                 let text = text_of(&result.content);
                 let text = if text.is_empty() { Cow::Borrowed("(no output)") } else { text };
                 let mut turn = WireMessage::new("tool", WireContent::Text(text));
@@ -464,18 +480,51 @@ fn text_of(content: &[Content]) -> Cow<'_, str> {
 }
 
 fn images_turn<'a>(images: &mut Vec<Part<'a>>) -> WireMessage<'a> {
-    let mut parts = vec![Part::Text { text: "Images returned by the tools above:" }];
+    let mut parts = vec![Part::Text { text: "Files returned by the tools above:" }];
     parts.append(images);
     WireMessage::new("user", WireContent::Parts(parts))
 }
 
-fn image_part(content: &Content) -> Option<Part<'_>> {
-    match content {
+/// An image, document or audio block as a content part (a tool message carries only text, so
+/// those of tool results go in a user message after the batch).
+fn attachment_part(content: &Content) -> Option<Part<'_>> {
+    Some(match content {
         Content::Image { data, mime_type } => {
-            Some(Part::ImageUrl { image_url: ImageUrl { url: format!("data:{mime_type};base64,{data}") } })
+            Part::ImageUrl { image_url: ImageUrl { url: Cow::Owned(format!("data:{mime_type};base64,{data}")) } }
         }
+        Content::ImageUrl { url, .. } => Part::ImageUrl { image_url: ImageUrl { url: Cow::Borrowed(url) } },
+        Content::Document { data, mime_type, name } => Part::File {
+            file: WireFile {
+                filename: name.as_deref().unwrap_or("document"),
+                file_data: format!("data:{mime_type};base64,{data}"),
+            },
+        },
+        Content::Audio { data, mime_type } => {
+            Part::InputAudio { input_audio: InputAudio { data, format: audio_format(mime_type)? } }
+        }
+        _ => return None,
+    })
+}
+
+/// The `input_audio` format of a media type: Chat Completions takes WAV and MP3.
+fn audio_format(mime_type: &str) -> Option<&'static str> {
+    match mime_type {
+        "audio/wav" | "audio/x-wav" | "audio/wave" => Some("wav"),
+        "audio/mpeg" | "audio/mp3" => Some("mp3"),
         _ => None,
     }
+}
+
+/// Refuses what Chat Completions cannot carry in a user message or tool result: documents by
+/// URL, and audio other than WAV and MP3.
+pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_inputs("Chat Completions", |content| match content {
+        Content::DocumentUrl { .. } => Err("documents go as data, not URLs".into()),
+        Content::Audio { mime_type, .. } if audio_format(mime_type).is_none() => {
+            Err(format!("audio is WAV or MP3, not {mime_type}"))
+        }
+        _ => Ok(()),
+    })
 }
 
 /// A plain string when the message is only text, else an array of parts; `None` when empty.
@@ -488,7 +537,7 @@ fn user_content(content: &[Content]) -> Option<WireContent<'_>> {
         .iter()
         .filter_map(|c| match c {
             Content::Text { text, .. } if !text.is_empty() => Some(Part::Text { text }),
-            other => image_part(other),
+            other => attachment_part(other),
         })
         .collect();
     (!parts.is_empty()).then_some(WireContent::Parts(parts))

@@ -35,5 +35,5 @@ mod request;
 
 pub use decode::{ResponsesDecoder, ResponsesEvents, decoder};
 pub use provider::{OpenAiResponses, ResponsesProvider};
-pub use request::{ResponsesConfig, SUPPORTED_OPTIONS, body, build_request, check_options};
+pub use request::{ResponsesConfig, SUPPORTED_OPTIONS, body, build_request, check_inputs, check_options};
 pub use sinew_http::Auth;

@@ -184,8 +184,9 @@ fn input(config: &ResponsesConfig, history: &[&Message]) -> Vec<Value> {
             Message::ToolResult(result) => {
                 let text = sinew_core::join_text(&result.content, "\n");
                 let output = if text.is_empty() { "(no output)".to_owned() } else { text };
+                // The output is text; images and files follow the batch in a user message.
                 tool_images.extend(
-                    result.content.iter().filter(|c| matches!(c, Content::Image { .. })).filter_map(input_part),
+                    result.content.iter().filter(|c| !matches!(c, Content::Text { .. })).filter_map(input_part),
                 );
                 items.push(json!({"type": "function_call_output", "call_id": result.tool_call_id, "output": output}));
             }
@@ -198,7 +199,7 @@ fn input(config: &ResponsesConfig, history: &[&Message]) -> Vec<Value> {
 }
 
 fn images_turn(images: &mut Vec<Value>) -> Value {
-    let mut content = vec![json!({"type": "input_text", "text": "Images returned by the tools above:"})];
+    let mut content = vec![json!({"type": "input_text", "text": "Files returned by the tools above:"})];
     content.append(images);
     json!({"role": "user", "content": content})
 }
@@ -209,8 +210,23 @@ fn input_part(content: &Content) -> Option<Value> {
         Content::Image { data, mime_type } => {
             Some(json!({"type": "input_image", "image_url": format!("data:{mime_type};base64,{data}")}))
         }
+        Content::ImageUrl { url, .. } => Some(json!({"type": "input_image", "image_url": url})),
+        Content::Document { data, mime_type, name } => Some(json!({
+            "type": "input_file",
+            "filename": name.as_deref().unwrap_or("document"),
+            "file_data": format!("data:{mime_type};base64,{data}"),
+        })),
+        Content::DocumentUrl { url, .. } => Some(json!({"type": "input_file", "file_url": url})),
         _ => None,
     }
+}
+
+/// Refuses what the Responses API cannot carry in a user message or tool result: audio.
+pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    request.check_inputs("The Responses API", |content| match content {
+        Content::Audio { .. } => Err("it takes no audio input".into()),
+        _ => Ok(()),
+    })
 }
 
 fn assistant_items(config: &ResponsesConfig, message: &AssistantMessage, items: &mut Vec<Value>) {

@@ -119,3 +119,57 @@ pub fn with_round_trip_request<T>(
     adjust(&mut request);
     build(&request)
 }
+
+/// One block of each kind of attachment, for the input tests of request builders: an image URL
+/// (with its media type), a named PDF, a plain-text document (`"hello"`), a PDF by URL, and WAV
+/// audio. Each builder sends those its service takes and refuses the others by name.
+pub fn attachments() -> Vec<Content> {
+    vec![
+        Content::ImageUrl { url: "https://example.com/cat.png".into(), mime_type: Some("image/png".into()) },
+        Content::Document {
+            data: "JVBERi0x".into(),
+            mime_type: "application/pdf".into(),
+            name: Some("spec.pdf".into()),
+        },
+        Content::document("aGVsbG8=", "text/plain"),
+        Content::document_url("https://example.com/paper.pdf", "application/pdf"),
+        Content::audio("UklGRg==", "audio/wav"),
+    ]
+}
+
+/// A user message with `asked`, `provider`'s call of tool `fetch` (id `call_1`), and its result
+/// holding `returned`: a history for the input tests of request builders.
+pub fn tool_round(provider: &str, asked: Vec<Content>, returned: Vec<Content>) -> Vec<Message> {
+    vec![
+        Message::User(UserMessage { content: asked, timestamp: 0 }),
+        assistant(provider, StopReason::ToolUse, vec![Content::tool_call("call_1", "fetch", json!({}))]),
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: "call_1".into(),
+            tool_name: "fetch".into(),
+            content: returned,
+            is_error: false,
+            timestamp: 0,
+            details: Value::Null,
+        }),
+    ]
+}
+
+/// The error `check` gives a user message holding `block` alone.
+pub fn input_refusal<E: std::fmt::Display>(
+    check: impl FnOnce(&StreamRequest<'_>) -> Result<(), E>,
+    block: Content,
+) -> String {
+    let history = [Message::User(UserMessage { content: vec![block], timestamp: 0 })];
+    match with_messages(&history, check) {
+        Ok(()) => panic!("the block was taken"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// A request over `messages` alone (no tools, no system prompt, no caching), for input checks.
+pub fn with_messages<T>(messages: &[Message], build: impl FnOnce(&StreamRequest<'_>) -> T) -> T {
+    let refs: Vec<&Message> = messages.iter().collect();
+    let mut request = StreamRequest::new("model-x", "", &refs);
+    request.cache_config.enabled = false;
+    build(&request)
+}

@@ -68,7 +68,10 @@ pub use decoding::{
     text_deltas, thinking_text, tool_calls_json,
 };
 pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, recorded_streams, split_at_points};
-pub use history::{round_trip_history, round_trip_tools, with_round_trip_request};
+pub use history::{
+    attachments, input_refusal, round_trip_history, round_trip_tools, tool_round, with_messages,
+    with_round_trip_request,
+};
 pub use logs::warnings_during;
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use options::{assert_option_support, each_option, leak_options};

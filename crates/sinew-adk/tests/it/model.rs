@@ -234,7 +234,7 @@ async fn dropping_the_stream_cancels_the_request() {
 }
 
 /// What a provider answers comes back into the history losslessly: thoughts and their
-/// signatures, text signatures, call ids, images and opaque provider blocks.
+/// signatures, text signatures, call ids, images, documents, audio and opaque provider blocks.
 #[test]
 fn answers_convert_to_parts_and_back() {
     use sinew_core::Content as Block;
@@ -246,7 +246,10 @@ fn answers_convert_to_parts_and_back() {
         Block::image("iVBORw==", "image/png"),
         Block::Opaque { provider: "openai-responses".into(), data: json!({"type": "reasoning", "id": "rs_1"}) },
     ];
+    // Images by URL, documents and audio as `inlineData` / `fileData` parts.
+    let blocks = [blocks, sinew_testing::attachments()].concat();
     let parts: Vec<Part> = blocks.iter().cloned().filter_map(sinew_adk::model::to_part).collect();
+    assert_eq!(parts.len(), blocks.len(), "every block has a part");
     assert_eq!(parts[0].thought_signature.as_deref(), Some(&b"sig-bytes"[..]));
     let back = sinew_adk::model::to_messages(&[Content::new("model", parts.clone())], "p", "m");
     let Message::Assistant(message) = &back[0] else { panic!("{back:?}") };

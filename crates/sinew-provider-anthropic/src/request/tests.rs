@@ -305,3 +305,41 @@ fn an_answer_schema_is_sent_closed_with_refused_constraints_in_descriptions() {
     let body = build(&history(), |r| r.options = options);
     insta::assert_json_snapshot!("order_schema_for_structured_outputs", body["output_config"]["format"]["schema"]);
 }
+
+#[test]
+fn attachments_become_image_and_document_blocks_and_audio_is_refused() {
+    let mut content = sinew_testing::attachments();
+    let audio = content.pop().unwrap();
+    let pdf = content[1].clone();
+    let history = sinew_testing::tool_round("anthropic", content, vec![pdf]);
+    let body = sinew_testing::with_messages(&history, |r| {
+        check_inputs(r).unwrap();
+        body(&AnthropicConfig::new("k"), r)
+    });
+    let pdf = json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}, "title": "spec.pdf"});
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
+            pdf,
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "hello"}},
+            {"type": "document", "source": {"type": "url", "url": "https://example.com/paper.pdf"}},
+        ])
+    );
+    assert_eq!(body["messages"][2]["content"][0]["content"], json!([pdf]));
+
+    let refused = |block| sinew_testing::input_refusal(check_inputs, block);
+    assert_eq!(
+        refused(audio),
+        "Anthropic Messages cannot take the audio in message 0: the Messages API takes no audio"
+    );
+    assert_eq!(
+        refused(Content::document("UEsD", "application/vnd.openxmlformats-officedocument.wordprocessingml.document")),
+        "Anthropic Messages cannot take the document in message 0: documents are PDF or plain text, not application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    );
+    assert!(
+        refused(Content::document_url("https://x/a.txt", "text/plain"))
+            .ends_with("a plain-text document goes as data, not a URL")
+    );
+    assert!(refused(Content::document("//8=", "text/plain")).ends_with("must be base64 of UTF-8 text"));
+}

@@ -145,3 +145,40 @@ fn a_schema_becomes_output_config_and_json_mode_is_refused() {
     let error = check_options(&request).unwrap_err();
     assert!(error.to_string().contains("JSON object (give a schema)"), "{error}");
 }
+
+#[test]
+fn documents_go_as_bytes_with_a_name_and_urls_and_audio_are_refused() {
+    let attachments = sinew_testing::attachments();
+    let asked = vec![Content::text("Compare:"), attachments[1].clone()];
+    let history = sinew_testing::tool_round("bedrock", asked, vec![attachments[2].clone()]);
+    let body = sinew_testing::with_messages(&history, |r| {
+        check_inputs(r).unwrap();
+        body(r)
+    });
+    assert_eq!(
+        body["messages"][0]["content"][1],
+        json!({"document": {"format": "pdf", "name": "spec pdf", "source": {"bytes": "JVBERi0x"}}})
+    );
+    assert_eq!(
+        body["messages"][2]["content"][0]["toolResult"]["content"],
+        json!([{"document": {"format": "txt", "name": "document 2", "source": {"bytes": "aGVsbG8="}}}])
+    );
+    assert_eq!(document_name(Some("Q3 report (final)  [v2].xlsx"), 1), "Q3 report (final) [v2] xlsx");
+    assert_eq!(document_name(Some("..."), 4), "document 4");
+
+    for (block, why) in [
+        (attachments[0].clone(), "it takes the bytes, not a URL"),
+        (attachments[3].clone(), "it takes the bytes, not a URL"),
+        (attachments[4].clone(), "it takes no audio"),
+        (
+            Content::document("e30=", "application/json"),
+            "documents are PDF, CSV, DOC, DOCX, XLS, XLSX, HTML, plain text or Markdown, not application/json",
+        ),
+    ] {
+        let kind = block.kind();
+        assert_eq!(
+            sinew_testing::input_refusal(check_inputs, block),
+            format!("Bedrock ConverseStream cannot take the {kind} in message 0: {why}")
+        );
+    }
+}

@@ -183,3 +183,30 @@ fn schemas_are_sent_in_geminis_subset_of_json_schema() {
     assert_eq!(sent, &body["generationConfig"]["responseJsonSchema"]);
     insta::assert_json_snapshot!("order_schema_for_gemini", sent);
 }
+
+#[test]
+fn attachments_become_inline_and_file_data_and_a_url_needs_its_type() {
+    let content = sinew_testing::attachments();
+    let audio = content[4].clone();
+    let history = sinew_testing::tool_round("google", content, vec![Content::text("recorded"), audio]);
+    let body = sinew_testing::with_messages(&history, |r| {
+        check_inputs(r).unwrap();
+        body(&GeminiConfig::gemini("key"), r)
+    });
+    let wav = json!({"inlineData": {"mimeType": "audio/wav", "data": "UklGRg=="}});
+    assert_eq!(
+        body["contents"][0]["parts"],
+        json!([
+            {"fileData": {"mimeType": "image/png", "fileUri": "https://example.com/cat.png"}},
+            {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0x"}},
+            {"inlineData": {"mimeType": "text/plain", "data": "aGVsbG8="}},
+            {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.com/paper.pdf"}},
+            wav,
+        ])
+    );
+    assert_eq!(body["contents"][2]["parts"][1], wav, "after the function response");
+    assert_eq!(
+        sinew_testing::input_refusal(check_inputs, Content::image_url("gs://b/cat")),
+        "Gemini cannot take the image URL in message 0: a file URL needs its media type (set `mime_type`)"
+    );
+}

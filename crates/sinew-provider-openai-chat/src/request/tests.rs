@@ -186,3 +186,41 @@ fn a_strict_schema_is_sent_closed_with_every_property_required() {
     let format = build(&OpenAiChatConfig::openai("sk"), |r| r.options = loose)["response_format"].clone();
     assert_eq!(format["json_schema"]["schema"], sinew_testing::schema::order_schema());
 }
+
+#[test]
+fn attachments_become_content_parts_and_document_urls_are_refused() {
+    let mut content = sinew_testing::attachments();
+    let document_url = content.remove(3);
+    let pdf = content[1].clone();
+    let history = sinew_testing::tool_round("openai", content, vec![Content::text("the spec:"), pdf]);
+    let body = sinew_testing::with_messages(&history, |r| {
+        check_inputs(r).unwrap();
+        body(&OpenAiChatConfig::openai("sk"), r)
+    });
+    let pdf =
+        json!({"type": "file", "file": {"filename": "spec.pdf", "file_data": "data:application/pdf;base64,JVBERi0x"}});
+    assert_eq!(
+        body["messages"][0]["content"],
+        json!([
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
+            pdf,
+            {"type": "file", "file": {"filename": "document", "file_data": "data:text/plain;base64,aGVsbG8="}},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        ])
+    );
+    assert_eq!(body["messages"][2]["content"], "the spec:");
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "user", "content": [{"type": "text", "text": "Files returned by the tools above:"}, pdf]})
+    );
+
+    let refused = |block| sinew_testing::input_refusal(check_inputs, block);
+    assert_eq!(
+        refused(document_url),
+        "Chat Completions cannot take the document URL in message 0: documents go as data, not URLs"
+    );
+    assert_eq!(
+        refused(Content::audio("T2dn", "audio/ogg")),
+        "Chat Completions cannot take the audio in message 0: audio is WAV or MP3, not audio/ogg"
+    );
+}

@@ -123,3 +123,35 @@ fn a_strict_schema_is_sent_closed_with_every_property_required() {
         json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}, "required": ["n"], "additionalProperties": false})
     );
 }
+
+#[test]
+fn attachments_become_input_parts_and_audio_is_refused() {
+    let mut content = sinew_testing::attachments();
+    let audio = content.pop().unwrap();
+    let url = content[3].clone();
+    let history = sinew_testing::tool_round("openai", content, vec![url]);
+    let body = sinew_testing::with_messages(&history, |r| {
+        check_inputs(r).unwrap();
+        body(&ResponsesConfig::openai("sk"), r)
+    });
+    let paper = json!({"type": "input_file", "file_url": "https://example.com/paper.pdf"});
+    assert_eq!(
+        body["input"][0]["content"],
+        json!([
+            {"type": "input_image", "image_url": "https://example.com/cat.png"},
+            {"type": "input_file", "filename": "spec.pdf", "file_data": "data:application/pdf;base64,JVBERi0x"},
+            {"type": "input_file", "filename": "document", "file_data": "data:text/plain;base64,aGVsbG8="},
+            paper,
+        ])
+    );
+    let items = body["input"].as_array().unwrap();
+    assert_eq!(items[items.len() - 2]["output"], "(no output)");
+    assert_eq!(
+        items.last().unwrap(),
+        &json!({"role": "user", "content": [{"type": "input_text", "text": "Files returned by the tools above:"}, paper]})
+    );
+    assert_eq!(
+        sinew_testing::input_refusal(check_inputs, audio),
+        "The Responses API cannot take the audio in message 0: it takes no audio input"
+    );
+}
