@@ -49,6 +49,31 @@ pub enum Error {
     /// The context cannot be continued, resumed or branched as it is; says why.
     #[error("cannot continue: {0}")]
     InvalidContext(String),
+    /// A schema is not valid JSON Schema; says what is wrong.
+    #[cfg(feature = "schema")]
+    #[error("invalid JSON Schema: {0}")]
+    InvalidSchema(String),
+    /// An extraction's run ended without an answer: it failed (the model call's error), was
+    /// aborted, stopped by a hook or a limit, or suspended waiting for an approval.
+    #[cfg(feature = "schema")]
+    #[error("the run ended without an answer ({reason:?}){}", error.as_deref().map(|e| format!(": {e}")).unwrap_or_default())]
+    NoAnswer {
+        /// How the run ended.
+        reason: sinew_core::EndReason,
+        /// The model call's error, when it failed.
+        error: Option<String>,
+    },
+    /// Every answer of an extraction, the retries included, was invalid.
+    #[cfg(feature = "schema")]
+    #[error("no valid answer after {attempts} attempts: {problem}")]
+    InvalidAnswer {
+        /// How many answers were read.
+        attempts: u32,
+        /// What was wrong with the last one.
+        problem: String,
+        /// The last answer as the model gave it (text, or the tool call's arguments as JSON).
+        answer: String,
+    },
 }
 
 /// `Result` with this crate's [`Error`].

@@ -10,11 +10,14 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sinew_core::{
-    AgentTool, EndReason, ResponseFormat, ToolChoice, ToolContext, ToolError, ToolResult, Usage, valid_tool_name,
+    AgentTool, EndReason, RequestOptions, ResponseFormat, ToolChoice, ToolContext, ToolError, ToolResult, Usage,
+    valid_tool_name,
 };
 
 use crate::agent::Agent;
-use crate::typed::{InvalidSchema, SchemaValidator, schema_for};
+use crate::config::BeforeTurnFn;
+use crate::error::{Error, Result};
+use crate::typed::{SchemaValidator, schema_for};
 
 /// How many times an answer that does not fit is sent back for correction by default.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
@@ -24,42 +27,18 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 #[non_exhaustive]
 pub enum ExtractMode {
     /// The service's own structured output ([`ResponseFormat::JsonSchema`]): OpenAI's
-    /// `response_format` / `text.format`, Gemini's `responseJsonSchema`, Anthropic's and
-    /// Bedrock's output config. The answer is the model's final text.
+    /// `response_format` / `text.format`, Gemini's `responseJsonSchema`, Anthropic's
+    /// `output_config`, Bedrock's `outputConfig` (the schema as given, for the models that take
+    /// one). The answer is the model's final text. Gemini 2.x refuses a JSON answer together
+    /// with tools; Gemini 3 takes both.
     #[default]
     Native,
     /// A tool whose parameters are the schema, which the model is made to call; its arguments
-    /// are the answer. For models without native structured output (older Claude models,
-    /// most models on Bedrock, servers speaking the Chat protocol without `json_schema`).
+    /// are the answer. For models without native structured output (older Claude models, most
+    /// models on Bedrock, servers speaking the Chat protocol without `json_schema`). The forced
+    /// choice holds until the model's first tool call, so its other tools come after; Anthropic
+    /// refuses a forced tool with extended thinking.
     Tool,
-}
-
-/// Why no value came out.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExtractError {
-    /// The schema is not valid JSON Schema.
-    #[error(transparent)]
-    Schema(#[from] InvalidSchema),
-    /// The run did not end with an answer: it failed (the error), was aborted, stopped by a
-    /// hook or a limit, or suspended waiting for an approval.
-    #[error("the run ended without an answer ({reason:?}){}", error.as_deref().map(|e| format!(": {e}")).unwrap_or_default())]
-    Run {
-        /// How the run ended.
-        reason: EndReason,
-        /// The model call's error, when it failed.
-        error: Option<String>,
-    },
-    /// Every answer, the retries included, was invalid.
-    #[error("no valid answer after {attempts} attempts: {problem}")]
-    Invalid {
-        /// How many answers were read.
-        attempts: u32,
-        /// What was wrong with the last one.
-        problem: String,
-        /// The last answer as the model gave it (text, or the tool call's arguments as JSON).
-        answer: String,
-    },
 }
 
 /// A value extracted, with what it took.
@@ -107,10 +86,20 @@ pub struct Extracted<T> {
 /// ```
 pub struct Extractor<T> {
     agent: Agent,
+    /// The schema as asked for: the caller's, or wrapped in an object (see `wrapped`).
     validator: SchemaValidator,
+    /// A schema whose root is not an object is asked for as `{"value": ...}`: services want an
+    /// object at the root of an answer or a tool's parameters.
+    wrapped: bool,
     name: String,
     mode: ExtractMode,
+    strict: bool,
     max_retries: u32,
+    /// The agent's own request options and `before_turn` hook, which a mode's setup starts from.
+    own_options: RequestOptions,
+    own_before_turn: Option<BeforeTurnFn>,
+    /// The submit tool, while in tool mode.
+    submit: Option<Arc<dyn AgentTool>>,
     /// Where the submit tool leaves the arguments of its calls (tool mode).
     submitted: Arc<Mutex<Submission>>,
     _answer: PhantomData<fn() -> T>,
@@ -118,6 +107,8 @@ pub struct Extractor<T> {
 
 #[derive(Default)]
 struct Submission {
+    /// An extraction is running (the agent's other runs are left alone).
+    active: bool,
     /// Arguments that fit the schema.
     valid: Option<Value>,
     /// The last arguments that did not, and what was wrong.
@@ -129,14 +120,18 @@ struct Submission {
 }
 
 impl Submission {
-    /// Whether the run should end: an answer fits, or no attempt is left.
+    /// Whether the extraction's run should end: an answer fits, or no attempt is left.
     fn done(&self) -> bool {
-        self.valid.is_some() || self.calls >= self.max_calls
+        self.active && (self.valid.is_some() || self.calls >= self.max_calls)
     }
 }
 
 impl<T: DeserializeOwned + JsonSchema> Extractor<T> {
     /// An extractor over `agent` with the schema derived from `T`, named after `T`.
+    ///
+    /// # Panics
+    /// When `T`'s `JsonSchema` gives a schema that is not valid JSON Schema; derived ones always
+    /// are, so only a hand-written implementation can.
     pub fn new(agent: Agent) -> Self {
         let name = valid_tool_name(&T::schema_name());
         Self::with_schema(agent, name, schema_for::<T>())
@@ -147,14 +142,22 @@ impl<T: DeserializeOwned + JsonSchema> Extractor<T> {
 impl<T: DeserializeOwned> Extractor<T> {
     /// An extractor over `agent` with an explicit `schema` named `name` (e.g. read from a file, or
     /// with `T` = [`serde_json::Value`]). Refuses a schema that is not valid JSON Schema.
-    pub fn with_schema(agent: Agent, name: impl Into<String>, schema: Value) -> Result<Self, ExtractError> {
-        let validator = SchemaValidator::new(schema)?;
+    pub fn with_schema(agent: Agent, name: impl Into<String>, schema: Value) -> Result<Self> {
+        let wrapped = !is_object_root(&schema);
+        let validator = SchemaValidator::new(if wrapped { wrap(schema) } else { schema })?;
+        let own_options = agent.config.request_options.clone();
+        let own_before_turn = agent.config.hooks.before_turn.clone();
         let mut extractor = Extractor {
             agent,
             validator,
+            wrapped,
             name: valid_tool_name(&name.into()),
             mode: ExtractMode::Native,
+            strict: true,
             max_retries: DEFAULT_MAX_RETRIES,
+            own_options,
+            own_before_turn,
+            submit: None,
             submitted: Arc::default(),
             _answer: PhantomData,
         };
@@ -170,6 +173,16 @@ impl<T: DeserializeOwned> Extractor<T> {
         self
     }
 
+    /// Asks for strict structured output or not (default: strict). Strict mode (OpenAI's) wants
+    /// every object closed, which a map (`HashMap`, `additionalProperties` holding a schema)
+    /// cannot be: turn it off for such a schema.
+    #[must_use]
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self.configure();
+        self
+    }
+
     /// Sets how many times an invalid answer is sent back (default [`DEFAULT_MAX_RETRIES`]).
     #[must_use]
     pub fn with_max_retries(mut self, retries: u32) -> Self {
@@ -177,7 +190,7 @@ impl<T: DeserializeOwned> Extractor<T> {
         self
     }
 
-    /// The schema answers are checked against.
+    /// The schema asked for: the one given, or `{"value": <it>}` when its root is not an object.
     pub fn schema(&self) -> &Value {
         self.validator.schema()
     }
@@ -187,34 +200,40 @@ impl<T: DeserializeOwned> Extractor<T> {
         &self.agent
     }
 
-    /// The agent, e.g. to steer or abort a run from elsewhere through its handle.
+    /// The agent: to steer or abort a run through its handle, or to prompt it between
+    /// extractions (its own prompts run as it was set up, plus the extractor's request options
+    /// and, in tool mode, its submit tool).
     pub fn agent_mut(&mut self) -> &mut Agent {
         &mut self.agent
     }
 
     /// Asks the agent `prompt` and returns its answer as a `T`.
-    pub async fn extract(&mut self, prompt: impl Into<String>) -> Result<Extracted<T>, ExtractError> {
+    pub async fn extract(&mut self, prompt: impl Into<String>) -> Result<Extracted<T>> {
         let mut usage = Usage::default();
         let mut message = prompt.into();
         let mut attempts = 0;
         loop {
             let max_calls = self.max_retries.saturating_add(1).saturating_sub(attempts);
             *self.submitted.lock().unwrap_or_else(PoisonError::into_inner) =
-                Submission { max_calls, ..Submission::default() };
+                Submission { active: true, max_calls, ..Submission::default() };
             let outcome = self.agent.prompt(message).finish().await;
             usage.add(&outcome.usage);
+            let submission = std::mem::take(&mut *self.submitted.lock().unwrap_or_else(PoisonError::into_inner));
             let answer = match self.mode {
                 ExtractMode::Native => match outcome.reason {
                     EndReason::Completed => Answer::Text(outcome.final_text().unwrap_or_default()),
-                    reason => return Err(ExtractError::Run { reason, error: outcome.error }),
+                    reason => return Err(Error::NoAnswer { reason, error: outcome.error }),
                 },
                 ExtractMode::Tool => {
-                    let submission =
-                        std::mem::take(&mut *self.submitted.lock().unwrap_or_else(PoisonError::into_inner));
                     // Each call of the tool was one answer; the last one is judged below.
                     attempts += submission.calls.saturating_sub(1);
+                    let done = submission.done();
                     match (submission, outcome.reason) {
                         (Submission { valid: Some(value), .. }, _) => Answer::Submitted(value),
+                        // Stopped by the agent's own hook, not by an answer or the attempts.
+                        (_, EndReason::Stopped) if !done => {
+                            return Err(Error::NoAnswer { reason: EndReason::Stopped, error: outcome.error });
+                        }
                         (
                             _,
                             reason @ (EndReason::Failed
@@ -223,7 +242,7 @@ impl<T: DeserializeOwned> Extractor<T> {
                             | EndReason::LimitReached
                             | EndReason::Rejected),
                         ) => {
-                            return Err(ExtractError::Run { reason, error: outcome.error });
+                            return Err(Error::NoAnswer { reason, error: outcome.error });
                         }
                         (Submission { invalid: Some((value, problem)), .. }, _) => Answer::Refused(value, problem),
                         _ => Answer::NotSubmitted(outcome.final_text().unwrap_or_default()),
@@ -236,7 +255,7 @@ impl<T: DeserializeOwned> Extractor<T> {
                 Err(failure) => failure,
             };
             if attempts > self.max_retries {
-                return Err(ExtractError::Invalid { attempts, problem, answer: given });
+                return Err(Error::InvalidAnswer { attempts, problem, answer: given });
             }
             message = match self.mode {
                 ExtractMode::Native => correction(&problem),
@@ -258,43 +277,75 @@ impl<T: DeserializeOwned> Extractor<T> {
             Answer::Refused(value, problem) => return Err((problem, value.to_string())),
             Answer::NotSubmitted(text) => return Err((format!("`{}` was not called", self.name), text)),
         };
+        let value = match (self.wrapped, value) {
+            (true, Value::Object(mut object)) => object.remove("value").unwrap_or_default(),
+            (_, value) => value,
+        };
         let given = value.to_string();
         serde_json::from_value(value)
             .map_err(|error| (format!("it does not read as the expected value: {error}"), given))
     }
 
-    /// Sets the agent up for the mode: response format, or submit tool and forced choice.
+    /// Sets the agent up for the mode, from its own options and hook: the response format, or
+    /// the submit tool, the forced choice and the hook that ends a run once an answer fits.
     fn configure(&mut self) {
         let config = &mut self.agent.config;
-        config.request_options.response_format = ResponseFormat::Text;
-        if config.request_options.tool_choice == ToolChoice::tool(&self.name) {
-            config.request_options.tool_choice = ToolChoice::Auto;
+        config.request_options = self.own_options.clone();
+        config.hooks.before_turn = self.own_before_turn.clone();
+        if let Some(submit) = self.submit.take() {
+            self.agent.context.tools.retain(|tool| !Arc::ptr_eq(tool, &submit));
         }
-        self.agent.context.tools.retain(|tool| tool.name() != self.name);
         match self.mode {
             ExtractMode::Native => {
                 let schema = self.validator.schema().clone();
                 self.agent.config.request_options.response_format =
-                    ResponseFormat::JsonSchema { name: self.name.clone(), schema, strict: true };
+                    ResponseFormat::JsonSchema { name: self.name.clone(), schema, strict: self.strict };
             }
             ExtractMode::Tool => {
-                let tool = SubmitTool {
+                let tool: Arc<dyn AgentTool> = Arc::new(SubmitTool {
                     name: self.name.clone(),
                     validator: self.validator.clone(),
                     submitted: Arc::clone(&self.submitted),
-                };
-                self.agent.context.tools.push(Arc::new(tool));
+                });
+                self.agent.context.tools.push(Arc::clone(&tool));
+                self.submit = Some(tool);
                 self.agent.config.request_options.tool_choice = ToolChoice::tool(&self.name);
-                // The run ends once an answer fits, rather than asking the model for more.
                 let submitted = Arc::clone(&self.submitted);
-                let before = self.agent.config.hooks.before_turn.take();
+                let own = self.own_before_turn.clone();
                 self.agent.config.hooks.before_turn = Some(Arc::new(move |history, turn| {
                     let done = submitted.lock().unwrap_or_else(PoisonError::into_inner).done();
-                    !done && before.as_ref().is_none_or(|before| before(history, turn))
+                    !done && own.as_ref().is_none_or(|own| own(history, turn))
                 }));
             }
         }
     }
+}
+
+/// Whether `schema`'s root is an object, as answers and tool parameters must be.
+fn is_object_root(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(kind) => kind == "object",
+        None => schema.get("properties").is_some(),
+    }
+}
+
+/// `schema` as the property `value` of an object; its `$defs` / `definitions` move to the new
+/// root, where its references find them.
+fn wrap(mut schema: Value) -> Value {
+    let mut root = serde_json::Map::new();
+    if let Value::Object(inner) = &mut schema {
+        for key in ["$defs", "definitions"] {
+            if let Some(defs) = inner.remove(key) {
+                root.insert(key.to_owned(), defs);
+            }
+        }
+        inner.remove("$schema");
+    }
+    root.insert("type".into(), "object".into());
+    root.insert("properties".into(), serde_json::json!({"value": schema}));
+    root.insert("required".into(), serde_json::json!(["value"]));
+    root.insert("additionalProperties".into(), false.into());
+    Value::Object(root)
 }
 
 impl<T> fmt::Debug for Extractor<T> {
@@ -367,8 +418,11 @@ impl AgentTool for SubmitTool {
 
     async fn execute(&self, params: Value, _ctx: ToolContext) -> Result<ToolResult, ToolError> {
         let mut submitted = self.submitted.lock().unwrap_or_else(PoisonError::into_inner);
-        if submitted.done() {
+        if submitted.valid.is_some() {
             return Ok(ToolResult::text("An answer was already received."));
+        }
+        if submitted.done() {
+            return Err(ToolError::Failed("No attempt is left for this answer.".into()));
         }
         submitted.calls += 1;
         match self.validator.check(&params) {
@@ -404,7 +458,7 @@ mod tests {
 
     #[test]
     fn errors_say_what_happened() {
-        let run = ExtractError::Run { reason: EndReason::Failed, error: Some("HTTP 500".into()) };
+        let run = Error::NoAnswer { reason: EndReason::Failed, error: Some("HTTP 500".into()) };
         assert_eq!(run.to_string(), "the run ended without an answer (Failed): HTTP 500");
     }
 }

@@ -45,8 +45,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sinew_core::{AgentTool, ToolContext, ToolError, ToolResult};
 
+use crate::error::{Error, Result};
+
 /// At most this many problems are listed when a value does not fit a schema.
 const MAX_REPORTED: usize = 5;
+/// Each problem is cut to this many bytes.
+const MAX_PROBLEM_LEN: usize = 300;
 
 /// The JSON Schema `schemars` derives for `T` (draft 2020-12; shared types under `$defs`).
 pub fn schema_for<T: JsonSchema>() -> Value {
@@ -63,9 +67,9 @@ pub struct SchemaValidator {
 impl SchemaValidator {
     /// Compiles `schema`; refuses one that is not a valid JSON Schema. References must be local
     /// (`#/$defs/...`): nothing is fetched.
-    pub fn new(schema: Value) -> Result<Self, InvalidSchema> {
+    pub fn new(schema: Value) -> Result<Self> {
         // Built without jsonschema's HTTP and file resolvers: remote references are refused.
-        let validator = jsonschema::validator_for(&schema).map_err(|error| InvalidSchema(error.to_string()))?;
+        let validator = jsonschema::validator_for(&schema).map_err(|error| Error::InvalidSchema(error.to_string()))?;
         Ok(SchemaValidator { schema, validator: Arc::new(validator) })
     }
 
@@ -75,7 +79,8 @@ impl SchemaValidator {
     }
 
     /// `Ok` when `value` fits; otherwise what does not, each problem with its JSON pointer
-    /// (`at /lines/0/quantity: -1 is less than the minimum of 0`), the first few joined by `; `.
+    /// (`at /lines/0/quantity: -1 is less than the minimum of 0`) and cut to 300 bytes, the first
+    /// five joined by `; `.
     pub fn check(&self, value: &Value) -> Result<(), String> {
         let mut problems = Vec::new();
         let mut more = 0usize;
@@ -86,7 +91,14 @@ impl SchemaValidator {
             }
             let path = error.instance_path().to_string();
             let path = if path.is_empty() { "/" } else { path.as_str() };
-            problems.push(format!("at {path}: {error}"));
+            // The message quotes the value, which may be the whole argument: keep it short.
+            let mut problem = format!("at {path}: {error}");
+            if problem.len() > MAX_PROBLEM_LEN {
+                let cut = problem.floor_char_boundary(MAX_PROBLEM_LEN);
+                problem.truncate(cut);
+                problem.push('…');
+            }
+            problems.push(problem);
         }
         if problems.is_empty() {
             return Ok(());
@@ -103,11 +115,6 @@ impl fmt::Debug for SchemaValidator {
         f.debug_struct("SchemaValidator").field("schema", &self.schema).finish_non_exhaustive()
     }
 }
-
-/// A schema that is not valid JSON Schema; holds what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid JSON Schema: {0}")]
-pub struct InvalidSchema(pub String);
 
 type Call = Arc<dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<ToolResult, ToolError>> + Send + Sync>;
 
@@ -135,6 +142,9 @@ where
     Args: DeserializeOwned + JsonSchema + Send + 'static,
 {
     /// A tool named `name` that runs `f` on each call's arguments.
+    ///
+    /// # Panics
+    /// As [`with_context`](Self::with_context).
     pub fn new<F, Fut, Out, E>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
     where
         F: Fn(Args) -> Fut + Send + Sync + 'static,

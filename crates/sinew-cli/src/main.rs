@@ -20,19 +20,17 @@ mod repl;
 mod serve;
 mod sessions;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use sinew::extract::{correction, read_answer};
+use sinew::extract::{DEFAULT_MAX_RETRIES, correction, read_answer};
 use sinew::tools::{Workspace, default_tools};
 use sinew::typed::SchemaValidator;
-use sinew::{
-    Agent, AgentTool, EndReason, ExecutionLimits, RequestOptions, ResponseFormat, ThinkingLevel, valid_tool_name,
-};
+use sinew::{Agent, AgentTool, EndReason, ExecutionLimits, ResponseFormat, ThinkingLevel, valid_tool_name};
 
 use crate::approval::{Approvals, GATED_TOOLS};
 use crate::chat::{Chat, Output};
@@ -255,7 +253,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Some((name, validator)) = &schema {
         let format =
             ResponseFormat::JsonSchema { name: name.clone(), schema: validator.schema().clone(), strict: true };
-        agent = agent.with_request_options(RequestOptions::default().with_response_format(format));
+        let options = agent.config().request_options.clone().with_response_format(format);
+        agent = agent.with_request_options(options);
     }
 
     let interactive = prompt.is_none();
@@ -309,16 +308,13 @@ async fn one_shot(chat: &mut Chat, prompt: String) -> Result<ExitCode> {
     Ok(exit_status(outcome.reason))
 }
 
-/// How many times `--json-schema` sends an answer that does not fit back to the model.
-const SCHEMA_RETRIES: u32 = 2;
-
 /// Answers one prompt with JSON that fits `validator`'s schema, printed alone on stdout. An
-/// answer that does not fit goes back to the model with what is wrong ([`SCHEMA_RETRIES`] times
-/// at most); exit status 1 when none fits.
+/// answer that does not fit goes back to the model with what is wrong (as often as an
+/// `Extractor` sends it back: [`DEFAULT_MAX_RETRIES`] times); exit status 1 when none fits.
 async fn one_shot_structured(chat: &mut Chat, prompt: String, validator: &SchemaValidator) -> Result<ExitCode> {
     let mut message = prompt;
     let mut problem = String::new();
-    for _ in 0..=SCHEMA_RETRIES {
+    for _ in 0..=DEFAULT_MAX_RETRIES {
         let outcome = chat.ask(message).await?;
         if outcome.reason != EndReason::Completed {
             session_notice(chat);
@@ -327,7 +323,11 @@ async fn one_shot_structured(chat: &mut Chat, prompt: String, validator: &Schema
         match read_answer(&outcome.final_text().unwrap_or_default(), validator) {
             Ok(value) => {
                 session_notice(chat);
-                println!("{value}");
+                let mut out = std::io::stdout().lock();
+                if let Err(error) = writeln!(out, "{value}").and_then(|()| out.flush()) {
+                    chat.output.notice(Level::Error, &format!("error: cannot write the answer: {error}"));
+                    return Ok(ExitCode::from(exit::FAILURE));
+                }
                 return Ok(ExitCode::SUCCESS);
             }
             Err(wrong) => {
@@ -338,7 +338,7 @@ async fn one_shot_structured(chat: &mut Chat, prompt: String, validator: &Schema
         }
     }
     session_notice(chat);
-    let attempts = SCHEMA_RETRIES + 1;
+    let attempts = DEFAULT_MAX_RETRIES + 1;
     chat.output.notice(Level::Error, &format!("error: no answer fits the schema after {attempts} attempts: {problem}"));
     Ok(ExitCode::from(exit::FAILURE))
 }
@@ -361,17 +361,24 @@ fn exit_status(reason: EndReason) -> ExitCode {
     }
 }
 
+/// The largest `--json-schema` file read.
+const MAX_SCHEMA_BYTES: u64 = 1 << 20;
+
 /// The `--json-schema` file: a name for the schema (the file's stem) and the schema, compiled.
 fn load_schema(path: &Path) -> Result<(String, SchemaValidator)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| UsageError(format!("cannot read the schema {}: {error}", path.display())))?;
+    let cannot_read =
+        |error: &dyn std::fmt::Display| UsageError(format!("cannot read the schema {}: {error}", path.display()));
+    let size = std::fs::metadata(path).map_err(|error| cannot_read(&error))?.len();
+    if size > MAX_SCHEMA_BYTES {
+        return Err(cannot_read(&format!("{size} bytes, more than the {MAX_SCHEMA_BYTES} a schema may have")).into());
+    }
+    let text = std::fs::read_to_string(path).map_err(|error| cannot_read(&error))?;
     let schema: serde_json::Value = serde_json::from_str(&text)
         .map_err(|error| UsageError(format!("the schema {} is not JSON: {error}", path.display())))?;
     let validator =
         SchemaValidator::new(schema).map_err(|error| UsageError(format!("the schema {}: {error}", path.display())))?;
     let stem = path.file_stem().map(|stem| stem.to_string_lossy()).unwrap_or_default();
-    let name = valid_tool_name(stem.strip_suffix(".schema").unwrap_or(&stem));
-    Ok((if name.is_empty() { "answer".to_owned() } else { name }, validator))
+    Ok((valid_tool_name(stem.strip_suffix(".schema").unwrap_or(&stem)), validator))
 }
 
 async fn demo(cli: Cli, term: Terminal, thinking: Option<ThinkingLevel>) -> Result<ExitCode> {

@@ -1,7 +1,8 @@
 //! What the user sees: a run's events drawn on the terminal, or printed as JSON lines.
 //!
 //! The answer's text goes to stdout, so `sinew "question" > answer.md` keeps only the answer;
-//! everything else (thinking, tool lines, the spinner, usage, notices) goes to stderr.
+//! everything else (thinking, tool lines, the spinner, usage, notices) goes to stderr. With
+//! `--json-schema` the answer streams to stderr too, and stdout gets only the checked value.
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;

@@ -18,17 +18,17 @@
 //!     sinew_core::schema::strict(&schema),
 //!     json!({
 //!         "type": "object",
-//!         "properties": {"city": {"type": "string"}, "zip": {"type": ["string", "null"]}},
+//!         "properties": {"city": {"type": "string"}, "zip": {"type": "string"}},
 //!         "required": ["city", "zip"],
 //!         "additionalProperties": false,
 //!     })
 //! );
 //! ```
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-/// How deep [`walk_mut`] descends; deeper subschemas are left as they are. (Parsed JSON is at
-/// most 128 levels deep, so this only bounds schemas built in code.)
+/// How deep [`walk_mut`] descends; deeper subschemas are left as they are (parsed JSON is at
+/// most 128 levels deep, but schemas built in code, such as inlined references, can be deeper).
 pub const MAX_DEPTH: usize = 128;
 
 /// Keywords whose value is one subschema.
@@ -84,13 +84,15 @@ fn walk(schema: &mut Value, visit: &mut dyn FnMut(&mut Map<String, Value>), dept
 /// The string formats strict structured output takes.
 const STRICT_FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
 
-/// `schema` in the shape strict structured output requires (OpenAI's strict mode, strict tools):
-/// every object closed (`additionalProperties: false`) with all its properties required, the
-/// ones that were optional made nullable instead; what strict mode refuses removed or loosened:
-/// `default`, formats outside its list, `oneOf` (made `anyOf`), keywords next to a `$ref` (the
-/// reference moved into an `anyOf` of its own). The result may accept what `schema` does not
-/// (`null` for an absent optional property, which serde reads as `None` for an `Option`), so
-/// answers are still validated against `schema`.
+/// `schema` in the shape strict structured output requires (OpenAI's strict mode): every object
+/// closed (`additionalProperties: false`) with all its properties required, and what strict mode
+/// refuses removed: `default`, formats outside its list, `oneOf` (made `anyOf`), keywords next to
+/// a `$ref` (the reference moved into an `anyOf` of its own).
+///
+/// An answer that fits the result fits `schema`, except where `oneOf` became `anyOf`: an optional
+/// property the model must now give is one `schema` allows (an `Option` is already nullable).
+/// Strict mode still refuses what cannot be closed: a map (`additionalProperties` holding a
+/// schema) stays as it is, and a root that is not an object is the caller's to wrap.
 pub fn strict(schema: &Value) -> Value {
     let mut schema = schema.clone();
     walk_mut(&mut schema, &mut |node| {
@@ -104,42 +106,32 @@ pub fn strict(schema: &Value) -> Value {
             node.insert("anyOf".into(), branches);
         }
         isolate_ref(node);
-        if !matches!(node.get("properties"), Some(Value::Object(_))) {
-            if is_object(node) && !node.contains_key("additionalProperties") {
-                node.insert("additionalProperties".into(), Value::Bool(false));
-            }
-            return;
+        if let Some(Value::Object(properties)) = node.get("properties") {
+            let all: Vec<Value> = properties.keys().cloned().map(Value::String).collect();
+            node.insert("required".into(), Value::Array(all));
+            node.insert("additionalProperties".into(), Value::Bool(false));
+        } else if is_object(node) && !node.contains_key("additionalProperties") {
+            node.insert("additionalProperties".into(), Value::Bool(false));
         }
-        let required = match node.get("required") {
-            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-            _ => Vec::new(),
-        };
-        let Some(Value::Object(properties)) = node.get_mut("properties") else { return };
-        for (name, property) in properties.iter_mut() {
-            if !required.contains(name) {
-                make_nullable(property);
-            }
-        }
-        let all: Vec<Value> = properties.keys().cloned().map(Value::String).collect();
-        node.insert("required".into(), Value::Array(all));
-        node.insert("additionalProperties".into(), Value::Bool(false));
     });
     schema
 }
 
 /// Moves a `$ref` that has sibling keywords into an `anyOf` of its own, as services that refuse
-/// siblings next to a reference want it (`$defs` stays where it is).
+/// siblings next to a reference want it. Only `$ref` moves; `$defs`, `definitions` and the other
+/// `$` keywords stay on the node. A node that already has an `anyOf` gets the reference as one
+/// more branch, which loosens it (a reference and one of the branches becomes either).
 pub fn isolate_ref(node: &mut Map<String, Value>) {
-    if !node.contains_key("$ref") || node.keys().all(|k| k.starts_with('$')) {
+    let has_siblings = node.keys().any(|k| !k.starts_with('$') && k != "definitions");
+    if !has_siblings {
         return;
     }
-    let reference: Map<String, Value> =
-        node.iter().filter(|(k, _)| k.starts_with('$') && *k != "$defs").map(|(k, v)| (k.clone(), v.clone())).collect();
-    node.retain(|k, _| !k.starts_with('$') || k == "$defs");
+    let Some(reference) = node.remove("$ref") else { return };
+    let branch = Value::Object(Map::from_iter([("$ref".to_owned(), reference)]));
     match node.get_mut("anyOf") {
-        Some(Value::Array(branches)) => branches.push(Value::Object(reference)),
+        Some(Value::Array(branches)) => branches.push(branch),
         _ => {
-            node.insert("anyOf".into(), Value::Array(vec![Value::Object(reference)]));
+            node.insert("anyOf".into(), Value::Array(vec![branch]));
         }
     }
 }
@@ -153,88 +145,80 @@ fn is_object(node: &Map<String, Value>) -> bool {
     }
 }
 
-/// Lets `schema` also accept `null`.
-fn make_nullable(schema: &mut Value) {
-    let null = Value::String("null".into());
-    if let Value::Object(node) = schema {
-        match node.get_mut("type") {
-            Some(Value::String(kind)) if kind != "null" => {
-                let kind = Value::String(std::mem::take(kind));
-                node.insert("type".into(), Value::Array(vec![kind, null]));
-                if let Some(Value::Array(values)) = node.get_mut("enum")
-                    && !values.contains(&Value::Null)
-                {
-                    values.push(Value::Null);
-                }
-                return;
-            }
-            Some(Value::String(_)) => return,
-            Some(Value::Array(kinds)) => {
-                if !kinds.contains(&null) {
-                    kinds.push(null);
-                }
-                return;
-            }
-            _ => {}
-        }
-        if let Some(Value::Array(branches)) = node.get_mut("anyOf") {
-            if !branches.iter().any(|b| b.get("type") == Some(&null)) {
-                branches.push(json!({"type": "null"}));
-            }
-            return;
-        }
-    }
-    let inner = std::mem::take(schema);
-    *schema = json!({"anyOf": [inner, {"type": "null"}]});
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
+    /// `strict(input) == expected`.
+    fn check(input: Value, expected: Value) {
+        assert_eq!(strict(&input), expected, "{input}");
+    }
+
     #[test]
-    fn strict_closes_nested_objects_and_makes_optional_properties_nullable() {
-        let schema = json!({
-            "$defs": {"Tag": {"type": "object", "properties": {"name": {"type": "string"}}}},
-            "type": "object",
-            "properties": {
-                "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},
-                "mode": {"type": "string", "enum": ["a", "b"]},
-                "when": {"type": ["string", "null"]},
-                "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
-                "any": {},
-                "map": {"type": "object"},
-                "kind": {"oneOf": [{"const": "a"}, {"const": "b"}], "format": "uint8"},
-                "at": {"type": "string", "format": "date-time"},
-                "tag": {"$ref": "#/$defs/Tag", "description": "The tag."},
-            },
-            "required": ["tags", "kind", "at", "tag"],
-        });
-        assert_eq!(
-            strict(&schema),
+    fn strict_closes_objects_and_requires_every_property() {
+        check(
+            json!({
+                "$defs": {"Tag": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "type": "object",
+                "properties": {
+                    "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},
+                    "when": {"type": ["string", "null"]},
+                    "flag": true,
+                    "empty": {"type": "object"},
+                },
+                "required": ["tags"],
+            }),
             json!({
                 "$defs": {"Tag": {
                     "type": "object",
-                    "properties": {"name": {"type": ["string", "null"]}},
+                    "properties": {"name": {"type": "string"}},
                     "required": ["name"],
                     "additionalProperties": false,
                 }},
                 "type": "object",
                 "properties": {
                     "tags": {"type": "array", "items": {"$ref": "#/$defs/Tag"}},
-                    "mode": {"type": ["string", "null"], "enum": ["a", "b", null]},
                     "when": {"type": ["string", "null"]},
-                    "either": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]},
-                    "any": {"anyOf": [{}, {"type": "null"}]},
-                    "map": {"type": ["object", "null"], "additionalProperties": false},
-                    "kind": {"anyOf": [{"const": "a"}, {"const": "b"}]},
-                    "at": {"type": "string", "format": "date-time"},
-                    "tag": {"description": "The tag.", "anyOf": [{"$ref": "#/$defs/Tag"}]},
+                    "flag": true,
+                    "empty": {"type": "object", "additionalProperties": false},
                 },
                 // serde_json keeps keys sorted (no `preserve_order`).
-                "required": ["any", "at", "either", "kind", "map", "mode", "tag", "tags", "when"],
+                "required": ["empty", "flag", "tags", "when"],
                 "additionalProperties": false,
-            })
+            }),
+        );
+    }
+
+    #[test]
+    fn strict_removes_what_strict_mode_refuses() {
+        // `oneOf` becomes `anyOf`; defaults and unknown formats go; known formats stay.
+        check(
+            json!({"oneOf": [{"const": "a"}, {"const": "b"}], "format": "uint8", "default": "a"}),
+            json!({"anyOf": [{"const": "a"}, {"const": "b"}]}),
+        );
+        check(json!({"type": "string", "format": "date-time"}), json!({"type": "string", "format": "date-time"}));
+        // A map cannot be closed: it stays, for the service to refuse.
+        check(
+            json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+            json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+        );
+    }
+
+    #[test]
+    fn references_with_siblings_move_into_an_any_of() {
+        check(
+            json!({"$ref": "#/$defs/Tag", "description": "The tag."}),
+            json!({"description": "The tag.", "anyOf": [{"$ref": "#/$defs/Tag"}]}),
+        );
+        // Only `$` keywords and `definitions` beside it: nothing moves.
+        let root = json!({"$schema": "x", "$ref": "#/definitions/A", "definitions": {"A": {"type": "string"}}});
+        check(root.clone(), root);
+        // Beside an `anyOf`, the reference becomes one more branch.
+        check(
+            json!({"$ref": "#/$defs/A", "anyOf": [{"type": "null"}]}),
+            json!({"anyOf": [{"type": "null"}, {"$ref": "#/$defs/A"}]}),
         );
     }
 

@@ -189,23 +189,43 @@ const GEMINI_KEYWORDS: &[&str] = &[
     "propertyOrdering",
 ];
 
-/// `schema` in Gemini's subset of JSON Schema: keywords outside [`GEMINI_KEYWORDS`] removed
-/// (`const` first turned into a one-value `enum`), `enum` values kept to strings and numbers,
-/// and a `$ref` with sibling keywords (which Gemini refuses) moved into an `anyOf` of its own.
-/// What is removed only loosens the schema; answers are still checked against the original.
+/// `schema` in Gemini's subset of JSON Schema: keywords outside [`GEMINI_KEYWORDS`] removed,
+/// after what can be said in the subset is: `definitions` (draft 7) become `$defs` and their
+/// references follow, `const` a one-value `enum`, a one-branch `allOf` an `anyOf`; an `enum` that
+/// holds other values than strings and numbers is removed whole; a `$ref` with sibling keywords
+/// (which Gemini refuses) moves into an `anyOf` of its own. Everything removed only loosens the
+/// schema; answers are still checked against the original.
 pub(crate) fn json_schema(schema: &Value) -> Value {
     let mut schema = schema.clone();
     sinew_core::schema::walk_mut(&mut schema, &mut |node| {
+        if let Some(Value::Object(definitions)) = node.remove("definitions")
+            && let Value::Object(defs) = node.entry("$defs").or_insert_with(|| Value::Object(Map::new()))
+        {
+            for (name, definition) in definitions {
+                defs.entry(name).or_insert(definition);
+            }
+        }
+        if let Some(Value::String(reference)) = node.get_mut("$ref")
+            && let Some(name) = reference.strip_prefix("#/definitions/")
+        {
+            *reference = format!("#/$defs/{name}");
+        }
         if let Some(value) = node.remove("const")
             && !node.contains_key("enum")
         {
             node.insert("enum".into(), Value::Array(vec![value]));
         }
-        if let Some(Value::Array(values)) = node.get_mut("enum") {
-            values.retain(|v| v.is_string() || v.is_number());
-            if values.is_empty() {
-                node.remove("enum");
-            }
+        if let Some(Value::Array(values)) = node.get("enum")
+            && !values.iter().all(|v| v.is_string() || v.is_number())
+        {
+            node.remove("enum");
+        }
+        if let Some(Value::Array(branches)) = node.get("allOf")
+            && branches.len() == 1
+            && !node.contains_key("anyOf")
+        {
+            let branches = node.remove("allOf").unwrap_or_default();
+            node.insert("anyOf".into(), branches);
         }
         node.retain(|keyword, _| GEMINI_KEYWORDS.contains(&keyword.as_str()));
         sinew_core::schema::isolate_ref(node);

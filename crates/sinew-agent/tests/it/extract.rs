@@ -1,7 +1,8 @@
 //! Structured answers: `Extractor` over `MockProvider`, in native and tool mode.
 
 use serde_json::{Value, json};
-use sinew_agent::extract::{ExtractError, ExtractMode, Extractor};
+use sinew_agent::Error;
+use sinew_agent::extract::{ExtractMode, Extractor};
 use sinew_core::{EndReason, ProviderError, ResponseFormat, ToolChoice};
 use sinew_testing::MockResponse;
 use sinew_testing::schema::{Order, Status, order_schema, sample_order};
@@ -63,7 +64,7 @@ async fn retries_are_bounded_and_the_last_answer_is_kept() {
     ]);
     let mut extractor = Extractor::<Order>::new(agent).with_max_retries(2);
     let error = extractor.extract("Read this order.").await.unwrap_err();
-    let ExtractError::Invalid { attempts, problem, answer } = &error else { panic!("{error:?}") };
+    let Error::InvalidAnswer { attempts, problem, answer } = &error else { panic!("{error:?}") };
     assert_eq!((*attempts, answer.as_str()), (3, "[1]"));
     assert!(problem.starts_with("it does not fit the schema: at /: [1] is not of type \"object\""), "{problem}");
     assert_eq!(mock.calls(), 3, "no fourth call");
@@ -76,7 +77,7 @@ async fn a_failed_run_is_an_error_not_a_retry() {
     let mut extractor = Extractor::<Order>::new(agent);
     let error = extractor.extract("Read this order.").await.unwrap_err();
     assert!(
-        matches!(&error, ExtractError::Run { reason: EndReason::Failed, error: Some(e) } if e.contains("bad key")),
+        matches!(&error, Error::NoAnswer { reason: EndReason::Failed, error: Some(e) } if e.contains("bad key")),
         "{error:?}"
     );
     assert_eq!(mock.calls(), 1);
@@ -92,7 +93,7 @@ async fn an_explicit_schema_reads_into_a_json_value_and_a_broken_one_is_refused(
 
     let (idle, _mock) = agent([]);
     let broken = Extractor::<Value>::with_schema(idle, "count", json!({"type": "no such type"})).unwrap_err();
-    assert!(matches!(&broken, ExtractError::Schema(_)), "{broken:?}");
+    assert!(matches!(&broken, Error::InvalidSchema(_)), "{broken:?}");
     assert!(broken.to_string().starts_with("invalid JSON Schema: "), "{broken}");
 }
 
@@ -133,7 +134,7 @@ async fn tool_mode_asks_again_when_the_tool_is_not_called_and_bounds_the_calls()
     ]);
     let mut extractor = Extractor::<Order>::new(agent).with_mode(ExtractMode::Tool).with_max_retries(2);
     let error = extractor.extract("Read this order.").await.unwrap_err();
-    let ExtractError::Invalid { attempts, answer, .. } = &error else { panic!("{error:?}") };
+    let Error::InvalidAnswer { attempts, answer, .. } = &error else { panic!("{error:?}") };
     assert_eq!((*attempts, answer.as_str()), (3, "{\"id\":1}"));
     let requests = mock.requests();
     assert_eq!(requests.len(), 3, "the third answer was the last attempt; the run stopped there");
@@ -142,4 +143,64 @@ async fn tool_mode_asks_again_when_the_tool_is_not_called_and_bounds_the_calls()
         "That answer is not valid: `Order` was not called. Call `Order` again with arguments that fit."
     );
     sinew_testing::assert_history_valid(extractor.agent().messages());
+}
+
+#[tokio::test]
+async fn a_schema_that_is_not_an_object_is_asked_for_wrapped() {
+    let (agent, mock) = agent([MockResponse::text("{\"value\": [3, 1, 2]}")]);
+    let mut extractor = Extractor::<Vec<u32>>::new(agent);
+    assert_eq!(extractor.extract("Three numbers.").await.unwrap().value, [3, 1, 2]);
+    let ResponseFormat::JsonSchema { schema, .. } = &mock.requests()[0].options.response_format else { panic!() };
+    assert_eq!(
+        schema,
+        &json!({
+            "type": "object",
+            "properties": {"value": {"title": "Array_of_uint32", "type": "array", "items": {"type": "integer", "format": "uint32", "minimum": 0}}},
+            "required": ["value"],
+            "additionalProperties": false,
+        })
+    );
+}
+
+#[tokio::test]
+async fn tool_mode_leaves_the_agent_usable_and_its_own_hook_in_charge() {
+    let (agent, mock) = agent([
+        MockResponse::new().tool_call("c1", "Order", sample_order()),
+        MockResponse::text("Between extractions."),
+    ]);
+    // The agent's own hook: no turn after a prompt that says STOP.
+    let obey = std::sync::Arc::new(|history: &[sinew_core::AgentMessage], _turn: usize| {
+        let last_prompt = history.iter().rev().find_map(|m| match m.as_llm() {
+            Some(sinew_core::Message::User(user)) => Some(sinew_core::join_text(&user.content, "")),
+            _ => None,
+        });
+        !last_prompt.is_some_and(|text| text.contains("STOP"))
+    });
+    let mut hooks = sinew_agent::Hooks::default();
+    hooks.before_turn = Some(obey);
+    let mut extractor = Extractor::<Order>::new(agent.with_hooks(hooks)).with_mode(ExtractMode::Tool);
+    extractor.extract("Read this order.").await.unwrap();
+    // The agent's own prompt runs (the extractor's hook is idle between extractions).
+    let outcome = extractor.agent_mut().prompt("And now?").finish().await;
+    assert_eq!((outcome.reason, outcome.final_text().as_deref()), (EndReason::Completed, Some("Between extractions.")));
+
+    // The agent's own hook still stops a run, and the extraction says so rather than retrying.
+    let error = extractor.extract("STOP before you start.").await.unwrap_err();
+    assert!(matches!(error, Error::NoAnswer { reason: EndReason::Stopped, error: None }), "{error:?}");
+    assert_eq!(mock.calls(), 2, "the stopped run asked the model nothing");
+
+    // Back to native mode: the submit tool, the forced choice and the extractor's hook are gone.
+    let extractor = extractor.with_mode(ExtractMode::Native);
+    assert!(extractor.agent().tools().is_empty());
+    let options = &extractor.agent().config().request_options;
+    assert_eq!(options.tool_choice, ToolChoice::Auto);
+    assert!(matches!(options.response_format, ResponseFormat::JsonSchema { .. }));
+}
+
+#[tokio::test]
+async fn no_retry_means_one_answer() {
+    let (agent, mock) = agent([MockResponse::text("nope"), MockResponse::text(sample_order().to_string())]);
+    let error = Extractor::<Order>::new(agent).with_max_retries(0).extract("Read.").await.unwrap_err();
+    assert!(matches!(error, Error::InvalidAnswer { attempts: 1, .. }), "{error:?}");
+    assert_eq!(mock.calls(), 1);
 }

@@ -91,7 +91,9 @@ async fn the_result_carries_the_output_as_details_and_cancellation_ends_a_call()
     });
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let error = slow.execute(json!({"city": "x"}), ToolContext::new("c", "slow", cancel)).await.unwrap_err();
+    let call = slow.execute(json!({"city": "x"}), ToolContext::new("c", "slow", cancel));
+    let error =
+        tokio::time::timeout(std::time::Duration::from_secs(5), call).await.expect("cancellation ends it").unwrap_err();
     assert!(matches!(error, ToolError::Cancelled), "{error:?}");
 }
 
@@ -107,4 +109,8 @@ fn validation_reports_a_bounded_list_of_problems() {
     assert_eq!(problems.matches("; ").count(), 5, "five problems and a count: {problems}");
     assert!(problems.ends_with("; and 2 more"), "{problems}");
     assert_eq!(validator.check(&json!({"a": 1, "b": 2, "c": 3, "d": 0, "e": 0, "f": 0, "g": 0})), Ok(()));
+    // A problem that quotes a huge value is cut.
+    let huge = json!({"a": "x".repeat(10_000), "b": 1, "c": 1, "d": 0, "e": 0, "f": 0, "g": 0});
+    let problem = validator.check(&huge).unwrap_err();
+    assert!(problem.len() <= 303 && problem.ends_with('…'), "{} bytes", problem.len());
 }

@@ -351,7 +351,12 @@ async fn json_schema_asks_for_structured_output_and_prints_only_the_checked_answ
     assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[0].json()["response_format"],
-        json!({"type": "json_schema", "json_schema": {"name": "city", "schema": sinew::schema::strict(&schema), "strict": true}})
+        json!({"type": "json_schema", "json_schema": {"name": "city", "strict": true, "schema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+            "required": ["city", "population"],
+            "additionalProperties": false,
+        }}})
     );
     let correction = text_of(messages(&requests[1]).last().unwrap());
     assert!(
@@ -370,4 +375,27 @@ async fn json_schema_asks_for_structured_output_and_prints_only_the_checked_answ
     let no_prompt = sandbox.run(&["--json-schema", file.to_str().unwrap()], "").await;
     no_prompt.assert_code(2);
     assert_eq!(server.requests().len(), 2);
+}
+
+/// `--json-schema` when no answer fits: exit 1, nothing on stdout, the last problem on stderr.
+#[tokio::test(flavor = "multi_thread")]
+async fn json_schema_gives_up_after_three_answers_that_do_not_fit() {
+    let server = MockServer::start(|_: &ReceivedRequest| {
+        sse_response(openai_chat_events(&WireTurn::new().text("not JSON at all")), None)
+    })
+    .await;
+    let base_url = format!("{}/v1", server.url());
+    let sandbox = Sandbox::new(&[("OPENAI_BASE_URL", &base_url)]);
+    let file = sandbox.workspace.path().join("answer.json");
+    std::fs::write(&file, r#"{"type": "object"}"#).unwrap();
+    let run = sandbox.run(&["--json-schema", file.to_str().unwrap(), "--model", "m", "q"], "").await;
+    run.assert_code(1);
+    assert_eq!(run.stdout, "", "nothing unchecked reaches stdout");
+    assert!(run.stderr.contains("not JSON at all"), "the answers stream to stderr:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains("error: no answer fits the schema after 3 attempts: it is not JSON (expected ident"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(server.requests().len(), 3);
 }

@@ -137,12 +137,15 @@ fn schemas_are_sent_in_geminis_subset_of_json_schema() {
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$defs": {"Kind": {"type": "string", "const": "a", "$comment": "dropped"}},
+        "definitions": {"Base": {"type": "object"}},
         "type": "object",
         "properties": {
             "kind": {"$ref": "#/$defs/Kind", "description": "What it is."},
             "maybe": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}], "default": null},
             "n": {"type": "integer", "exclusiveMinimum": 0, "maximum": 9, "format": "uint32"},
             "tag": {"enum": ["x", 1, null, true]},
+            "sized": {"enum": ["s", 2]},
+            "base": {"allOf": [{"$ref": "#/definitions/Base"}], "description": "Draft 7."},
             "tuple": {"type": "array", "prefixItems": [{"type": "string", "pattern": "^a"}], "uniqueItems": true},
         },
         "required": ["kind"],
@@ -151,13 +154,15 @@ fn schemas_are_sent_in_geminis_subset_of_json_schema() {
     assert_eq!(
         json_schema(&schema),
         json!({
-            "$defs": {"Kind": {"type": "string", "enum": ["a"]}},
+            "$defs": {"Kind": {"type": "string", "enum": ["a"]}, "Base": {"type": "object"}},
             "type": "object",
             "properties": {
                 "kind": {"description": "What it is.", "anyOf": [{"$ref": "#/$defs/Kind"}]},
                 "maybe": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}]},
                 "n": {"type": "integer", "maximum": 9, "format": "uint32"},
-                "tag": {"enum": ["x", 1]},
+                "tag": {},
+                "sized": {"enum": ["s", 2]},
+                "base": {"description": "Draft 7.", "anyOf": [{"$ref": "#/$defs/Base"}]},
                 "tuple": {"type": "array", "prefixItems": [{"type": "string"}]},
             },
             "required": ["kind"],

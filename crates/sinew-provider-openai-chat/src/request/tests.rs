@@ -172,7 +172,6 @@ fn a_strict_schema_is_sent_closed_with_every_property_required() {
     );
     let format = build(&OpenAiChatConfig::openai("sk"), |r| r.options = options)["response_format"].clone();
     let sent = &format["json_schema"]["schema"];
-    assert_eq!(sent, &sinew_core::schema::strict(&sinew_testing::schema::order_schema()));
     assert_eq!(sent["required"], json!(["customer", "id", "lines", "note", "status"]));
     insta::assert_json_snapshot!("order_schema_strict", sent);
 

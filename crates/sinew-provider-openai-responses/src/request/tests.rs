@@ -120,7 +120,7 @@ fn a_strict_schema_is_sent_closed_with_every_property_required() {
     );
     assert_eq!(
         build(&ResponsesConfig::openai("sk"), |r| r.options = options)["text"]["format"]["schema"],
-        json!({"type": "object", "properties": {"n": {"type": ["integer", "null"]}}, "required": ["n"], "additionalProperties": false})
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false})
     );
 }
 
