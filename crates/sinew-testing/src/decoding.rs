@@ -91,6 +91,27 @@ pub fn assert_byte_by_byte_changes_nothing<T: PartialEq + Debug>(
     assert_eq!(decode(&single), whole, "{name}: byte by byte");
 }
 
+/// Decodes a recorded structured answer (the stream of a request that asked for JSON fitting a
+/// schema) whole and byte by byte, and returns its message after checking that it ended well and
+/// that its text is `expected`, the JSON value the service answered.
+pub fn assert_structured_answer(
+    name: &str,
+    bytes: &[u8],
+    decode: impl Fn(&[&[u8]]) -> Vec<StreamEvent>,
+    expected: &serde_json::Value,
+) -> AssistantMessage {
+    let (message, error) = stream_outcome(&decode(&[bytes]));
+    assert_eq!(error, None, "{name}");
+    let answer: serde_json::Value = serde_json::from_str(&message.text())
+        .unwrap_or_else(|error| panic!("{name}: the answer is not JSON ({error}): {}", message.text()));
+    assert_eq!(&answer, expected, "{name}");
+    assert_byte_by_byte_changes_nothing(name, bytes, |chunks| {
+        let (message, _) = stream_outcome(&decode(chunks));
+        (message.content, message.stop_reason, message.usage)
+    });
+    message
+}
+
 /// Two tests in the calling crate (which needs `proptest` as a dev-dependency): every stream of
 /// `fixtures` (a function returning `(name, bytes, _)`s) decodes to the same `outcome` (a
 /// function of the chunks) whole and cut at 64 sets of random points, and whole and byte by

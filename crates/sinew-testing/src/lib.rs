@@ -64,8 +64,8 @@ pub mod wire;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
 pub use decoding::{
-    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, assert_text, stream_outcome, terminal_count,
-    text_deltas, thinking_text, tool_calls_json,
+    assert_byte_by_byte_changes_nothing, assert_chunking_changes_nothing, assert_structured_answer, assert_text,
+    stream_outcome, terminal_count, text_deltas, thinking_text, tool_calls_json,
 };
 pub use fixtures::{expected_results, fixture_bytes, fixtures_dir, recorded_streams, split_at_points};
 pub use history::{

@@ -127,3 +127,17 @@ fn an_opaque_block_accumulates_its_deltas_and_goes_back_whole() {
         &serde_json::json!({"type": "compaction", "content": "Part one, part two.", "encrypted_content": "c2"})
     );
 }
+
+/// A structured answer recorded from the API (`output_config.format`, a schema of an array of
+/// integers): the JSON arrives as text deltas whose `data:` lines the API pads with spaces.
+#[test]
+fn a_recorded_structured_answer_is_its_json_text() {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/structured-output.sse")).unwrap();
+    let message = sinew_testing::assert_structured_answer(
+        "structured-output",
+        &bytes,
+        decode,
+        &serde_json::json!([12345, 67890]),
+    );
+    assert_eq!((message.stop_reason, message.usage.input, message.usage.output), (StopReason::Stop, 135, 10));
+}

@@ -113,3 +113,13 @@ sinew_testing::chunking_checks! {
 }
 
 sinew_testing::hostile_sse_checks! { fixtures: fixtures, decode: decode }
+
+/// A structured answer recorded from the API (`responseJsonSchema`, Gemini 3, events ended by
+/// CRLF): the JSON in one part, then an empty part that carries only a thought signature.
+#[test]
+fn a_recorded_structured_answer_is_its_json_text() {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/structured-output.sse")).unwrap();
+    let expected = serde_json::json!({"city": "Mexico City", "country": "Mexico"});
+    let message = sinew_testing::assert_structured_answer("structured-output", &bytes, decode, &expected);
+    assert_eq!((message.stop_reason, message.usage.input), (StopReason::Stop, 9));
+}

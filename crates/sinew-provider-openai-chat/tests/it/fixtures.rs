@@ -107,3 +107,13 @@ fn content_as_a_list_of_typed_parts() {
         (thinking_text(&message), message.text(), error)
     });
 }
+
+/// A structured answer recorded from the API (`response_format` with a strict schema of city,
+/// temperature and units): the JSON arrives in small text deltas, usage after the finish.
+#[test]
+fn a_recorded_structured_answer_is_its_json_text() {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/structured-output.sse")).unwrap();
+    let expected = serde_json::json!({"city": "San Francisco", "temperature": 68, "units": "f"});
+    let message = sinew_testing::assert_structured_answer("structured-output", &bytes, decode, &expected);
+    assert_eq!((message.stop_reason, message.usage.input, message.usage.output), (StopReason::Stop, 17, 14));
+}
