@@ -729,6 +729,7 @@ impl Run<'_> {
         request.max_tokens = config.max_tokens;
         request.temperature = config.temperature;
         request.cache_config = config.cache_config;
+        request.cache_key = context.session_id.as_deref();
         let relaxed;
         request.options = if config.request_options.tool_choice.is_forced() && self.model_called_a_tool() {
             // The forced choice is spent: the model decides from here on (see

@@ -87,6 +87,12 @@ impl CacheConfig {
     pub fn new(enabled: bool, strategy: CacheStrategy) -> Self {
         CacheConfig { enabled, strategy }
     }
+
+    /// Caching is on with breakpoints placed by hand, which services that cache by themselves
+    /// (OpenAI, Gemini) cannot honour: they log it at debug level and go on.
+    pub fn has_manual_breakpoints(&self) -> bool {
+        self.enabled && matches!(self.strategy, CacheStrategy::Manual { .. })
+    }
 }
 
 impl Default for CacheConfig {

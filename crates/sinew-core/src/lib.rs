@@ -43,7 +43,7 @@ pub use message::{
     AgentMessage, AssistantMessage, ExtensionMessage, Message, StopReason, ToolResultMessage, UserMessage, now_ms,
 };
 pub use options::{RequestOptions, ResponseFormat, ToolChoice};
-pub use provider::{StreamDelta, StreamEvent, StreamProvider, StreamRequest};
+pub use provider::{CacheBreakpoints, StreamDelta, StreamEvent, StreamProvider, StreamRequest};
 pub use retry::{MAX_SERVER_DELAY, RetryConfig, delay_for_attempt};
 /// Cancellation shared by the loop, providers and tools; cancelling a token cancels its children.
 pub use tokio_util::sync::CancellationToken;

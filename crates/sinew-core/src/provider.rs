@@ -6,7 +6,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{CacheConfig, ThinkingLevel};
+use crate::config::{CacheConfig, CacheStrategy, ThinkingLevel};
 use crate::content::Content;
 use crate::error::ProviderError;
 use crate::message::{AssistantMessage, Message};
@@ -35,11 +35,27 @@ pub struct StreamRequest<'a> {
     pub temperature: Option<f32>,
     /// Prompt caching, for providers with explicit caching. Default: on, automatic breakpoints.
     pub cache_config: CacheConfig,
+    /// A stable key shared by the requests of one conversation, for services that route by it
+    /// to hit their cache (OpenAI's `prompt_cache_key`); the agent loop sets its session id.
+    /// Sent only while caching is enabled; `None`: no key.
+    pub cache_key: Option<&'a str>,
     /// The caller's retry policy for this call, for a provider that retries failed requests
     /// itself (see [`StreamProvider::retries_requests`]); `None`: the provider's own policy.
     pub retry: Option<RetryConfig>,
     /// Tool choice, stop sequences, sampling, seed, penalties, end-user id. Default: none set.
     pub options: &'a RequestOptions,
+}
+
+/// Where a provider with explicit caching marks the prompt as cacheable
+/// ([`StreamRequest::cache_breakpoints`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheBreakpoints {
+    /// After the system prompt.
+    pub system: bool,
+    /// After the last tool definition.
+    pub tools: bool,
+    /// On this message (an index into [`StreamRequest::messages`]).
+    pub message: Option<usize>,
 }
 
 impl<'a> StreamRequest<'a> {
@@ -54,9 +70,30 @@ impl<'a> StreamRequest<'a> {
             max_tokens: None,
             temperature: None,
             cache_config: CacheConfig::default(),
+            cache_key: None,
             retry: None,
             options: &crate::options::DEFAULT_OPTIONS,
         }
+    }
+
+    /// Where explicit caching puts its breakpoints for this request, from
+    /// [`cache_config`](Self::cache_config): `Auto` after the system prompt, after the last tool
+    /// and on the second-to-last message; `Manual` where its flags say; none when disabled.
+    pub fn cache_breakpoints(&self) -> CacheBreakpoints {
+        let (system, tools, messages) = match (self.cache_config.enabled, self.cache_config.strategy) {
+            (false, _) | (true, CacheStrategy::Disabled) => (false, false, false),
+            (true, CacheStrategy::Auto) => (true, true, true),
+            (true, CacheStrategy::Manual { cache_system, cache_tools, cache_messages }) => {
+                (cache_system, cache_tools, cache_messages)
+            }
+        };
+        let message = if messages { self.messages.len().checked_sub(2) } else { None };
+        CacheBreakpoints { system, tools, message }
+    }
+
+    /// The cache key to send: [`cache_key`](Self::cache_key) while caching is enabled.
+    pub fn active_cache_key(&self) -> Option<&'a str> {
+        self.cache_key.filter(|_| self.cache_config.enabled && self.cache_config.strategy != CacheStrategy::Disabled)
     }
 
     /// Refuses the first block of a user message or tool result that `service` cannot carry

@@ -6,8 +6,8 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use sinew_core::{
-    AssistantMessage, CacheStrategy, Content, Message, ProviderError, RequestOptions, ResponseFormat, StopReason,
-    StreamRequest, ThinkingLevel, ToolChoice,
+    AssistantMessage, Content, Message, ProviderError, RequestOptions, ResponseFormat, StopReason, StreamRequest,
+    ThinkingLevel, ToolChoice,
 };
 use sinew_http::HttpRequest;
 
@@ -326,7 +326,7 @@ impl Serialize for Block<'_> {
 }
 
 fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<'a> {
-    let cache = CacheBreakpoints::of(request);
+    let cache = request.cache_breakpoints();
     let budget = thinking_budget(request.thinking_level);
     let mut max_tokens = request.max_tokens.unwrap_or(config.default_max_tokens);
     if let Some(budget) = budget {
@@ -435,28 +435,6 @@ pub(crate) fn output_schema(schema: &Value) -> Value {
         }
     });
     schema
-}
-
-/// Which cache breakpoints to set: system prompt, last tool, and the second-to-last message.
-struct CacheBreakpoints {
-    system: bool,
-    tools: bool,
-    /// Index into the request's messages.
-    message: Option<usize>,
-}
-
-impl CacheBreakpoints {
-    fn of(request: &StreamRequest<'_>) -> Self {
-        let second_to_last = request.messages.len().checked_sub(2);
-        let (system, tools, messages) = match (request.cache_config.enabled, request.cache_config.strategy) {
-            (false, _) | (true, CacheStrategy::Disabled) => (false, false, false),
-            (true, CacheStrategy::Auto) => (true, true, true),
-            (true, CacheStrategy::Manual { cache_system, cache_tools, cache_messages }) => {
-                (cache_system, cache_tools, cache_messages)
-            }
-        };
-        CacheBreakpoints { system, tools, message: if messages { second_to_last } else { None } }
-    }
 }
 
 /// The API's message list: tool results go in user turns, consecutive results share one turn,

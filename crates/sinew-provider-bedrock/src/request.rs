@@ -231,9 +231,14 @@ pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(request: &StreamRequest<'_>) -> Value {
     let mut body = Map::new();
-    body.insert("messages".into(), messages(request.messages).into());
+    let cache = cache_points(request);
+    body.insert("messages".into(), messages(request.messages, cache.message).into());
     if !request.system_prompt.is_empty() {
-        body.insert("system".into(), json!([{"text": request.system_prompt}]));
+        let mut system = vec![json!({"text": request.system_prompt})];
+        if cache.system {
+            system.push(CACHE_POINT.clone());
+        }
+        body.insert("system".into(), system.into());
     }
     let mut inference = Map::new();
     if let Some(max) = request.max_tokens {
@@ -260,11 +265,14 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
         );
     }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| json!({"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}))
             .collect();
+        if cache.tools {
+            tools.push(CACHE_POINT.clone());
+        }
         let mut config = json!({"tools": tools});
         match &request.options.tool_choice {
             ToolChoice::Required => config["toolChoice"] = json!({"any": {}}),
@@ -282,17 +290,36 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
     Value::Object(body)
 }
 
+/// A cache checkpoint: what comes before it may be cached.
+static CACHE_POINT: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| json!({"cachePoint": {"type": "default"}}));
+
+/// Where `cachePoint`s go: the request's breakpoints, for the model families whose Bedrock
+/// models take them (Claude, Nova); none for the others, which refuse them.
+fn cache_points(request: &StreamRequest<'_>) -> sinew_core::CacheBreakpoints {
+    let cacheable = request.model.contains("anthropic.claude") || request.model.contains("amazon.nova");
+    if cacheable {
+        return request.cache_breakpoints();
+    }
+    let none = sinew_core::CacheBreakpoints { system: false, tools: false, message: None };
+    if request.cache_breakpoints() != none {
+        tracing::debug!(model = request.model, "no prompt caching: the model takes no cachePoint");
+    }
+    none
+}
+
 /// Claude models on Bedrock take Anthropic's thinking budget; others have no such field.
 fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
     // The Anthropic API's floor of 1,024 tokens applies.
     if model.contains("anthropic.claude") { level.token_budget().map(|budget| budget.max(1024)) } else { None }
 }
 
-fn messages(history: &[&Message]) -> Vec<Value> {
+/// The conversation; a `cachePoint` closes message `cache_at`.
+fn messages(history: &[&Message], cache_at: Option<usize>) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(history.len());
     let mut documents = 0;
-    for message in history {
-        let (role, blocks) = match message {
+    for (index, message) in history.iter().enumerate() {
+        let (role, mut blocks) = match message {
             Message::User(user) => {
                 ("user", user.content.iter().filter_map(|c| user_block(c, &mut documents)).collect::<Vec<_>>())
             }
@@ -314,6 +341,9 @@ fn messages(history: &[&Message]) -> Vec<Value> {
         };
         if blocks.is_empty() {
             continue;
+        }
+        if cache_at == Some(index) {
+            blocks.push(CACHE_POINT.clone());
         }
         // Bedrock wants alternating roles: consecutive turns of one role (a batch of results)
         // are merged.

@@ -68,6 +68,9 @@ impl GeminiConfig {
 
 /// The headers and JSON body of a streaming call.
 pub fn build_request(config: &GeminiConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    if request.cache_config.has_manual_breakpoints() {
+        tracing::debug!(service = "Gemini", "the service caches by itself: the cache breakpoints are ignored");
+    }
     let path = format!("/{}:streamGenerateContent", request.model);
     let url = url_with_query(&config.models_url, &path, &[("alt".into(), "sse".into())]);
     let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");

@@ -79,6 +79,9 @@ pub struct OpenAiChatConfig {
     /// The assistant-message field that carries earlier reasoning back, for servers that want it
     /// (e.g. `reasoning_content`); `None` drops it.
     pub reasoning_in_history: Option<String>,
+    /// Sends the request's cache key as `prompt_cache_key`, which OpenAI routes by to hit its
+    /// prompt cache (on for OpenAI only: other servers may refuse the field).
+    pub prompt_cache_key: bool,
 }
 
 impl std::fmt::Debug for OpenAiChatConfig {
@@ -95,6 +98,7 @@ impl std::fmt::Debug for OpenAiChatConfig {
             .field("reasoning", &self.reasoning)
             .field("include_usage", &self.include_usage)
             .field("reasoning_in_history", &self.reasoning_in_history)
+            .field("prompt_cache_key", &self.prompt_cache_key)
             .finish()
     }
 }
@@ -114,6 +118,7 @@ impl OpenAiChatConfig {
             reasoning: ReasoningParam::Effort,
             include_usage: true,
             reasoning_in_history: None,
+            prompt_cache_key: true,
         }
     }
 
@@ -126,6 +131,7 @@ impl OpenAiChatConfig {
             auth,
             max_tokens_field: MaxTokensField::MaxTokens,
             reasoning: ReasoningParam::None,
+            prompt_cache_key: false,
             ..OpenAiChatConfig::openai("")
         }
     }
@@ -188,6 +194,12 @@ impl OpenAiChatConfig {
 
 /// The headers and JSON body of a streaming `/chat/completions` call.
 pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    if request.cache_config.has_manual_breakpoints() {
+        tracing::debug!(
+            service = "Chat Completions",
+            "the service caches by itself: the cache breakpoints are ignored"
+        );
+    }
     let url = url_with_query(&config.base_url, "/chat/completions", &config.query);
     // Serialized straight from borrowed wire structs: the history is resent every turn, so no
     // intermediate `Value` tree is built for it.
@@ -240,6 +252,8 @@ struct Body<'a> {
     frequency_penalty: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Value>,
 }
@@ -405,6 +419,7 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         presence_penalty: options.presence_penalty.map(sinew_http::json_f32),
         frequency_penalty: options.frequency_penalty.map(sinew_http::json_f32),
         user: options.user.as_deref(),
+        prompt_cache_key: request.active_cache_key().filter(|_| config.prompt_cache_key),
         response_format: match &options.response_format {
             ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
             ResponseFormat::JsonSchema { name, schema, strict } => {

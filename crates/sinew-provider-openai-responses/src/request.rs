@@ -26,6 +26,9 @@ pub struct ResponsesConfig {
     pub extra_headers: Vec<(String, String)>,
     /// Reasoning summaries asked for with a thinking level (`"auto"`, `"concise"`, `"detailed"`).
     pub reasoning_summary: Option<String>,
+    /// Sends the request's cache key as `prompt_cache_key`, which OpenAI routes by to hit its
+    /// prompt cache (on for OpenAI, off for Azure).
+    pub prompt_cache_key: bool,
 }
 
 /// `Debug` hides the credentials and the values of extra headers and query parameters (see
@@ -39,6 +42,7 @@ impl std::fmt::Debug for ResponsesConfig {
             .field("query", &sinew_http::Redacted::query(&self.query))
             .field("extra_headers", &sinew_http::Redacted::headers(&self.extra_headers))
             .field("reasoning_summary", &self.reasoning_summary)
+            .field("prompt_cache_key", &self.prompt_cache_key)
             .finish()
     }
 }
@@ -53,6 +57,7 @@ impl ResponsesConfig {
             query: Vec::new(),
             extra_headers: Vec::new(),
             reasoning_summary: Some("auto".into()),
+            prompt_cache_key: true,
         }
     }
 
@@ -63,6 +68,7 @@ impl ResponsesConfig {
             provider_id: "azure_openai".into(),
             base_url: format!("https://{resource}.openai.azure.com/openai/v1"),
             auth: Auth::Header { name: "api-key".into(), value: api_key.into() },
+            prompt_cache_key: false,
             ..ResponsesConfig::openai("")
         }
     }
@@ -80,6 +86,12 @@ impl ResponsesConfig {
 
 /// The headers and JSON body of a streaming `/responses` call.
 pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    if request.cache_config.has_manual_breakpoints() {
+        tracing::debug!(
+            service = "The Responses API",
+            "the service caches by itself: the cache breakpoints are ignored"
+        );
+    }
     let url = url_with_query(&config.base_url, "/responses", &config.query);
     let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
     config.auth.apply(&mut http);
@@ -134,6 +146,9 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
     }
     if let Some(user) = &request.options.user {
         body.insert("user".into(), user.as_str().into());
+    }
+    if let Some(key) = request.active_cache_key().filter(|_| config.prompt_cache_key) {
+        body.insert("prompt_cache_key".into(), key.into());
     }
     let format = match &request.options.response_format {
         ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),

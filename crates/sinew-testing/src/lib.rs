@@ -72,9 +72,9 @@ pub use history::{
     attachments, input_refusal, round_trip_history, round_trip_tools, tool_round, with_messages,
     with_round_trip_request,
 };
-pub use logs::warnings_during;
+pub use logs::{logs_during, warnings_during};
 pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
-pub use options::{assert_option_support, each_option, leak_options};
+pub use options::{assert_option_support, cached_as, each_option, leak_options};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};
 

@@ -183,6 +183,8 @@ pub struct RecordedRequest {
     pub temperature: Option<f32>,
     /// Tool choice, stop sequences, sampling and the other request options.
     pub options: RequestOptions,
+    /// The cache key the request carried.
+    pub cache_key: Option<String>,
     /// When the call was made (follows tokio's paused clock in tests).
     pub at: tokio::time::Instant,
 }
@@ -292,6 +294,7 @@ impl StreamProvider for MockProvider {
                     max_tokens: request.max_tokens,
                     temperature: request.temperature,
                     options: request.options.clone(),
+                    cache_key: request.cache_key.map(str::to_owned),
                     at: tokio::time::Instant::now(),
                 });
             }

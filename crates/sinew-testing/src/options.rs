@@ -67,3 +67,11 @@ pub fn assert_option_support(check: impl Fn(&StreamRequest<'_>) -> Result<(), Pr
         assert!(error.to_string().contains("offers no tools"), "{error}");
     }
 }
+
+/// Sets a request's cache key and cache settings (for tests of what providers send of them).
+pub fn cached_as(key: &'static str, cache: sinew_core::CacheConfig) -> impl FnOnce(&mut sinew_core::StreamRequest<'_>) {
+    move |request| {
+        request.cache_key = Some(key);
+        request.cache_config = cache;
+    }
+}

@@ -410,3 +410,15 @@ async fn duplicate_or_invalid_tool_names_fail_the_run_before_any_model_call() {
     assert!(outcome.error.as_deref().unwrap().starts_with("tool name `files.read` is not accepted"), "{outcome:?}");
     assert_eq!(mock.calls(), 0);
 }
+
+/// The session id is each model call's cache key, so services that route by one (OpenAI's
+/// `prompt_cache_key`) keep a conversation on a warm cache.
+#[tokio::test]
+async fn the_session_id_is_the_cache_key() {
+    let (mut agent, mock) = crate::agent([MockResponse::text("a"), MockResponse::text("b")]);
+    agent.prompt("one").finish().await;
+    agent.prompt("two").finish().await;
+    let keys: Vec<Option<String>> = mock.requests().into_iter().map(|r| r.cache_key).collect();
+    let session = Some(agent.session_id().to_owned());
+    assert_eq!(keys, [session.clone(), session]);
+}

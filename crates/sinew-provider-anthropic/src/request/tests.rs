@@ -2,6 +2,8 @@ use serde_json::json;
 use sinew_core::{CacheConfig, Usage};
 use sinew_testing::{round_trip_history, with_round_trip_request};
 
+use sinew_core::CacheStrategy;
+
 use super::*;
 
 fn assistant(provider: &str, stop_reason: StopReason, content: Vec<Content>) -> Message {

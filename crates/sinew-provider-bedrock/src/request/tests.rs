@@ -182,3 +182,47 @@ fn documents_go_as_bytes_with_a_name_and_urls_and_audio_are_refused() {
         );
     }
 }
+
+#[test]
+fn cache_points_follow_the_strategy_on_the_models_that_take_them() {
+    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    // Where in the body the cache points are: system, tools, or message N.
+    let points = |model: &str, cache: sinew_core::CacheConfig| {
+        let body = with_round_trip_request(&history, model, |r| r.cache_config = cache, body);
+        let is_point = |block: &Value| block.get("cachePoint").is_some();
+        let mut found = Vec::new();
+        if body["system"].as_array().unwrap().iter().any(is_point) {
+            found.push("system".to_owned());
+        }
+        if body["toolConfig"]["tools"].as_array().unwrap().iter().any(is_point) {
+            found.push("tools".to_owned());
+        }
+        for (i, message) in body["messages"].as_array().unwrap().iter().enumerate() {
+            if message["content"].as_array().unwrap().iter().any(is_point) {
+                found.push(format!("message {i}"));
+            }
+        }
+        found
+    };
+    let claude = "us.anthropic.claude-sonnet-4-5-v1:0";
+    let auto = sinew_core::CacheConfig::default();
+    assert_eq!(points(claude, auto), ["system", "tools", "message 3"]);
+    assert_eq!(points("amazon.nova-pro-v1:0", auto), ["system", "tools", "message 3"]);
+    let tools_only =
+        sinew_core::CacheStrategy::Manual { cache_system: false, cache_tools: true, cache_messages: false };
+    assert_eq!(points(claude, sinew_core::CacheConfig::new(true, tools_only)), ["tools"]);
+    assert!(points(claude, sinew_core::CacheConfig::new(false, sinew_core::CacheStrategy::Auto)).is_empty());
+    assert!(points("meta.llama3-70b-instruct-v1:0", auto).is_empty(), "Llama refuses cache points");
+}
+
+#[test]
+fn a_model_without_cache_points_says_so_at_debug_level() {
+    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let logs = sinew_testing::logs_during(tracing::Level::DEBUG, || {
+        with_round_trip_request(&history, "meta.llama3-70b-instruct-v1:0", |_| {}, body);
+    });
+    assert_eq!(
+        logs,
+        r#"message=no prompt caching: the model takes no cachePoint model="meta.llama3-70b-instruct-v1:0""#
+    );
+}

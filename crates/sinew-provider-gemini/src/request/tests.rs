@@ -215,3 +215,25 @@ fn attachments_become_inline_and_file_data_and_a_url_needs_its_type() {
         "Gemini cannot take the image URL in message 0: a file URL needs its media type (set `mime_type`)"
     );
 }
+
+#[test]
+fn breakpoints_placed_by_hand_are_ignored_with_a_debug_log() {
+    let config = GeminiConfig::gemini("key");
+    let manual = sinew_core::CacheStrategy::Manual { cache_system: true, cache_tools: false, cache_messages: false };
+    let logs = |cache: sinew_core::CacheConfig| {
+        sinew_testing::logs_during(tracing::Level::DEBUG, || {
+            let history = round_trip_history("google", json!({}));
+            with_round_trip_request(
+                &history,
+                "gemini-2.5-flash",
+                |r| r.cache_config = cache,
+                |r| build_request(&config, r),
+            );
+        })
+    };
+    assert_eq!(
+        logs(sinew_core::CacheConfig::new(true, manual)),
+        r#"message=the service caches by itself: the cache breakpoints are ignored service="Gemini""#
+    );
+    assert_eq!(logs(sinew_core::CacheConfig::default()), "", "automatic caching is what Gemini does");
+}

@@ -223,3 +223,15 @@ fn attachments_become_content_parts_and_document_urls_are_refused() {
         "Chat Completions cannot take the audio in message 0: audio is WAV or MP3, not audio/ogg"
     );
 }
+
+#[test]
+fn the_cache_key_goes_as_prompt_cache_key_to_openai_only_and_while_caching() {
+    let key = |config: &OpenAiChatConfig, cache| {
+        build(config, sinew_testing::cached_as("session-1", cache))["prompt_cache_key"].clone()
+    };
+    let on = sinew_core::CacheConfig::default();
+    assert_eq!(key(&OpenAiChatConfig::openai("sk"), on), json!("session-1"));
+    assert_eq!(key(&OpenAiChatConfig::groq("k"), on), Value::Null, "other servers may refuse the field");
+    let off = sinew_core::CacheConfig::new(false, sinew_core::CacheStrategy::Auto);
+    assert_eq!(key(&OpenAiChatConfig::openai("sk"), off), Value::Null);
+}

@@ -155,3 +155,15 @@ fn attachments_become_input_parts_and_audio_is_refused() {
         "The Responses API cannot take the audio in message 0: it takes no audio input"
     );
 }
+
+#[test]
+fn the_cache_key_goes_as_prompt_cache_key_to_openai_while_caching() {
+    let key = |config: &ResponsesConfig, cache| {
+        build(config, sinew_testing::cached_as("session-1", cache))["prompt_cache_key"].clone()
+    };
+    let on = sinew_core::CacheConfig::default();
+    assert_eq!(key(&ResponsesConfig::openai("sk"), on), json!("session-1"));
+    assert_eq!(key(&ResponsesConfig::azure("res", "k"), on), Value::Null);
+    let disabled = sinew_core::CacheConfig::new(true, sinew_core::CacheStrategy::Disabled);
+    assert_eq!(key(&ResponsesConfig::openai("sk"), disabled), Value::Null);
+}
