@@ -105,3 +105,18 @@ sinew_testing::chunking_checks! {
 }
 
 sinew_testing::hostile_sse_checks! { fixtures: fixtures, decode: decode }
+
+/// A structured answer (`text.format` with a strict schema) after an encrypted reasoning item:
+/// the JSON arrives as text deltas padded with `obfuscation`.
+#[test]
+fn a_recorded_structured_answer_is_its_json_text() {
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/structured-output.sse")).unwrap();
+    let expected = serde_json::json!({"temperatureCelsius": 22, "condition": "Partly Cloudy"});
+    let message = sinew_testing::assert_structured_answer("structured-output", &bytes, decode, &expected);
+    assert_eq!((message.stop_reason, message.usage.input, message.usage.output), (StopReason::Stop, 72, 25));
+    let reasoning = message.content.iter().find_map(|c| match c {
+        Content::Thinking { id, signature, .. } => Some((id.clone(), signature.is_some())),
+        _ => None,
+    });
+    assert_eq!(reasoning, Some((Some("rs_061272552eb6b10b0168eba2b65c048197bf2f05c29f6f361d".into()), true)));
+}
