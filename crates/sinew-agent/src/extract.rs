@@ -26,12 +26,17 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ExtractMode {
+    /// [`Native`](Self::Native) unless the agent's model is known to lack native structured
+    /// output ([`has_native_structured_output`]: Claude models before 4.5 but Opus 4.1, on
+    /// Anthropic or Bedrock, and Bedrock's other families), then [`Tool`](Self::Tool). Decided
+    /// at each extraction, for the model the agent has then.
+    #[default]
+    Auto,
     /// The service's own structured output ([`ResponseFormat::JsonSchema`]): OpenAI's
     /// `response_format` / `text.format`, Gemini's `responseJsonSchema`, Anthropic's
     /// `output_config`, Bedrock's `outputConfig` (the schema as given, for the models that take
     /// one). The answer is the model's final text. Gemini 2.x refuses a JSON answer together
     /// with tools; Gemini 3 takes both.
-    #[default]
     Native,
     /// A tool whose parameters are the schema, which the model is made to call; its arguments
     /// are the answer. For models without native structured output (older Claude models, most
@@ -39,6 +44,29 @@ pub enum ExtractMode {
     /// choice holds until the model's first tool call, so its other tools come after; Anthropic
     /// refuses a forced tool with extended thinking.
     Tool,
+}
+
+/// Whether `model`, served by the provider `provider_id`, has native structured output as far
+/// as is known: every model but Claude models before 4.5 (except Opus 4.1), on Anthropic or
+/// Bedrock, and Bedrock's families other than Claude.
+pub fn has_native_structured_output(provider_id: &str, model: &str) -> bool {
+    const OLDER_CLAUDE: &[&str] = &[
+        "claude-instant",
+        "claude-2",
+        "claude-3",
+        "claude-sonnet-4-0",
+        "claude-opus-4-0",
+        "claude-sonnet-4-2025",
+        "claude-opus-4-2025",
+        "claude-sonnet-4@",
+        "claude-opus-4@",
+        "claude-sonnet-4-v1",
+        "claude-opus-4-v1",
+    ];
+    if model.contains("claude") {
+        return !OLDER_CLAUDE.iter().any(|older| model.contains(older));
+    }
+    provider_id != "bedrock"
 }
 
 /// A value extracted, with what it took.
@@ -93,6 +121,8 @@ pub struct Extractor<T> {
     wrapped: bool,
     name: String,
     mode: ExtractMode,
+    /// The mode the agent is set up for: `mode`, or what `Auto` chose.
+    configured: ExtractMode,
     strict: bool,
     max_retries: u32,
     /// The agent's own request options and `before_turn` hook, which a mode's setup starts from.
@@ -152,7 +182,8 @@ impl<T: DeserializeOwned> Extractor<T> {
             validator,
             wrapped,
             name: valid_tool_name(&name.into()),
-            mode: ExtractMode::Native,
+            mode: ExtractMode::Auto,
+            configured: ExtractMode::Auto,
             strict: true,
             max_retries: DEFAULT_MAX_RETRIES,
             own_options,
@@ -165,7 +196,7 @@ impl<T: DeserializeOwned> Extractor<T> {
         Ok(extractor)
     }
 
-    /// Sets how the model is asked (default [`ExtractMode::Native`]).
+    /// Sets how the model is asked (default [`ExtractMode::Auto`]).
     #[must_use]
     pub fn with_mode(mut self, mode: ExtractMode) -> Self {
         self.mode = mode;
@@ -212,6 +243,9 @@ impl<T: DeserializeOwned> Extractor<T> {
         let mut usage = Usage::default();
         let mut message = prompt.into();
         let mut attempts = 0;
+        if self.configured != self.chosen_mode() {
+            self.configure();
+        }
         loop {
             let max_calls = self.max_retries.saturating_add(1).saturating_sub(attempts);
             *self.submitted.lock().unwrap_or_else(PoisonError::into_inner) =
@@ -219,8 +253,8 @@ impl<T: DeserializeOwned> Extractor<T> {
             let outcome = self.agent.prompt(message).finish().await;
             usage.add(&outcome.usage);
             let submission = std::mem::take(&mut *self.submitted.lock().unwrap_or_else(PoisonError::into_inner));
-            let answer = match self.mode {
-                ExtractMode::Native => match outcome.reason {
+            let answer = match self.configured {
+                ExtractMode::Native | ExtractMode::Auto => match outcome.reason {
                     EndReason::Completed => Answer::Text(outcome.final_text().unwrap_or_default()),
                     reason => return Err(Error::NoAnswer { reason, error: outcome.error }),
                 },
@@ -257,8 +291,8 @@ impl<T: DeserializeOwned> Extractor<T> {
             if attempts > self.max_retries {
                 return Err(Error::InvalidAnswer { attempts, problem, answer: given });
             }
-            message = match self.mode {
-                ExtractMode::Native => correction(&problem),
+            message = match self.configured {
+                ExtractMode::Native | ExtractMode::Auto => correction(&problem),
                 ExtractMode::Tool => {
                     format!("That answer is not valid: {problem}. Call `{}` again with arguments that fit.", self.name)
                 }
@@ -295,8 +329,9 @@ impl<T: DeserializeOwned> Extractor<T> {
         if let Some(submit) = self.submit.take() {
             self.agent.context.tools.retain(|tool| !Arc::ptr_eq(tool, &submit));
         }
-        match self.mode {
-            ExtractMode::Native => {
+        self.configured = self.chosen_mode();
+        match self.configured {
+            ExtractMode::Native | ExtractMode::Auto => {
                 let schema = self.validator.schema().clone();
                 self.agent.config.request_options.response_format =
                     ResponseFormat::JsonSchema { name: self.name.clone(), schema, strict: self.strict };
@@ -317,6 +352,23 @@ impl<T: DeserializeOwned> Extractor<T> {
                     !done && own.as_ref().is_none_or(|own| own(history, turn))
                 }));
             }
+        }
+    }
+}
+
+impl<T> Extractor<T> {
+    /// `mode`, with `Auto` decided for the agent's current model.
+    fn chosen_mode(&self) -> ExtractMode {
+        match self.mode {
+            ExtractMode::Auto => {
+                let config = &self.agent.config;
+                let provider = config.provider.provider_id_for(&config.model);
+                match has_native_structured_output(provider, &config.model) {
+                    true => ExtractMode::Native,
+                    false => ExtractMode::Tool,
+                }
+            }
+            mode => mode,
         }
     }
 }
@@ -353,6 +405,7 @@ impl<T> fmt::Debug for Extractor<T> {
         f.debug_struct("Extractor")
             .field("name", &self.name)
             .field("mode", &self.mode)
+            .field("configured", &self.configured)
             .field("max_retries", &self.max_retries)
             .finish_non_exhaustive()
     }
@@ -454,6 +507,24 @@ mod tests {
         assert_eq!(strip_fence("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
         assert_eq!(strip_fence("```\n[1]\n```"), "[1]");
         assert_eq!(strip_fence("```"), "```", "a lone fence is not a fenced block");
+    }
+
+    #[test]
+    fn native_structured_output_is_assumed_except_where_it_is_known_missing() {
+        for (provider, model, native) in [
+            ("anthropic", "claude-sonnet-4-5", true),
+            ("anthropic", "claude-opus-4-1-20250805", true),
+            ("anthropic", "claude-haiku-4-5", true),
+            ("anthropic", "claude-3-5-haiku-latest", false),
+            ("anthropic", "claude-sonnet-4-20250514", false),
+            ("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", true),
+            ("bedrock", "anthropic.claude-3-haiku-20240307-v1:0", false),
+            ("bedrock", "amazon.nova-pro-v1:0", false),
+            ("openai", "gpt-4o", true),
+            ("google", "gemini-2.5-flash", true),
+        ] {
+            assert_eq!(has_native_structured_output(provider, model), native, "{provider} {model}");
+        }
     }
 
     #[test]

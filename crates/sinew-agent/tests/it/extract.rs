@@ -204,3 +204,24 @@ async fn no_retry_means_one_answer() {
     assert!(matches!(error, Error::InvalidAnswer { attempts: 1, .. }), "{error:?}");
     assert_eq!(mock.calls(), 1);
 }
+
+#[tokio::test]
+async fn auto_mode_picks_a_forced_tool_for_a_model_without_native_structured_output() {
+    let (agent, mock) = agent([
+        MockResponse::new().tool_call("c1", "Order", sample_order()),
+        MockResponse::text(sample_order().to_string()),
+    ]);
+    let mut extractor = Extractor::<Order>::new(agent.with_model("claude-3-5-haiku-latest"));
+    assert_eq!(extractor.extract("Read.").await.unwrap().value, order());
+    // The same extractor once the agent moved to a model with structured output.
+    extractor.agent_mut().set_model("claude-sonnet-4-5");
+    assert_eq!(extractor.extract("Read again.").await.unwrap().value, order());
+    let requests = mock.requests();
+    assert_eq!(
+        (requests[0].options.tool_choice.clone(), requests[0].options.response_format.clone()),
+        (ToolChoice::tool("Order"), ResponseFormat::Text)
+    );
+    assert_eq!(requests[1].options.tool_choice, ToolChoice::Auto);
+    assert!(matches!(requests[1].options.response_format, ResponseFormat::JsonSchema { .. }));
+    assert!(requests[1].tools.is_empty(), "the submit tool is gone");
+}
