@@ -28,8 +28,9 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 pub enum ExtractMode {
     /// [`Native`](Self::Native) unless the agent's model is known to lack native structured
     /// output ([`has_native_structured_output`]: Claude models before 4.5 but Opus 4.1, on
-    /// Anthropic or Bedrock, and Bedrock's other families), then [`Tool`](Self::Tool). Decided
-    /// at each extraction, for the model the agent has then.
+    /// Anthropic or Bedrock, Bedrock's other families, DeepSeek, Gemini 2.x with tools), then
+    /// [`Tool`](Self::Tool). Decided at each extraction, for the model and tools the agent has
+    /// then.
     #[default]
     Auto,
     /// The service's own structured output ([`ResponseFormat::JsonSchema`]): OpenAI's
@@ -47,9 +48,10 @@ pub enum ExtractMode {
 }
 
 /// Whether `model`, served by the provider `provider_id`, has native structured output as far
-/// as is known: every model but Claude models before 4.5 (except Opus 4.1), on Anthropic or
-/// Bedrock, and Bedrock's families other than Claude.
-pub fn has_native_structured_output(provider_id: &str, model: &str) -> bool {
+/// as is known (with tools in the request when `with_tools`): every model but Claude models
+/// before 4.5 (except Opus 4.1), on Anthropic or Bedrock; Bedrock's families other than Claude;
+/// DeepSeek (JSON mode only); Gemini 2.x together with tools.
+pub fn has_native_structured_output(provider_id: &str, model: &str, with_tools: bool) -> bool {
     const OLDER_CLAUDE: &[&str] = &[
         "claude-instant",
         "claude-2",
@@ -66,7 +68,10 @@ pub fn has_native_structured_output(provider_id: &str, model: &str) -> bool {
     if model.contains("claude") {
         return !OLDER_CLAUDE.iter().any(|older| model.contains(older));
     }
-    provider_id != "bedrock"
+    if with_tools && model.contains("gemini-2") {
+        return false;
+    }
+    !matches!(provider_id, "bedrock" | "deepseek")
 }
 
 /// A value extracted, with what it took.
@@ -363,7 +368,9 @@ impl<T> Extractor<T> {
             ExtractMode::Auto => {
                 let config = &self.agent.config;
                 let provider = config.provider.provider_id_for(&config.model);
-                match has_native_structured_output(provider, &config.model) {
+                let own = |tool: &Arc<dyn AgentTool>| self.submit.as_ref().is_some_and(|s| Arc::ptr_eq(tool, s));
+                let with_tools = self.agent.context.tools.iter().any(|tool| !own(tool));
+                match has_native_structured_output(provider, &config.model, with_tools) {
                     true => ExtractMode::Native,
                     false => ExtractMode::Tool,
                 }
@@ -521,10 +528,14 @@ mod tests {
             ("bedrock", "anthropic.claude-3-haiku-20240307-v1:0", false),
             ("bedrock", "amazon.nova-pro-v1:0", false),
             ("openai", "gpt-4o", true),
+            ("deepseek", "deepseek-chat", false),
             ("google", "gemini-2.5-flash", true),
         ] {
-            assert_eq!(has_native_structured_output(provider, model), native, "{provider} {model}");
+            assert_eq!(has_native_structured_output(provider, model, false), native, "{provider} {model}");
         }
+        // Gemini 2.x refuses a JSON answer together with tools; Gemini 3 takes both.
+        assert!(!has_native_structured_output("google", "gemini-2.5-flash", true));
+        assert!(has_native_structured_output("google", "gemini-3-pro-preview", true));
     }
 
     #[test]

@@ -20,7 +20,7 @@ mod repl;
 mod serve;
 mod sessions;
 
-use std::io::{IsTerminal, Write as _};
+use std::io::{IsTerminal, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -368,15 +368,22 @@ const MAX_SCHEMA_BYTES: u64 = 1 << 20;
 fn load_schema(path: &Path) -> Result<(String, SchemaValidator)> {
     let cannot_read =
         |error: &dyn std::fmt::Display| UsageError(format!("cannot read the schema {}: {error}", path.display()));
-    let size = std::fs::metadata(path).map_err(|error| cannot_read(&error))?.len();
-    if size > MAX_SCHEMA_BYTES {
-        return Err(cannot_read(&format!("{size} bytes, more than the {MAX_SCHEMA_BYTES} a schema may have")).into());
+    // Read through a limit, as a pipe or device has no size to check first.
+    let file = std::fs::File::open(path).map_err(|error| cannot_read(&error))?;
+    let mut text = String::new();
+    std::io::Read::take(file, MAX_SCHEMA_BYTES + 1).read_to_string(&mut text).map_err(|error| cannot_read(&error))?;
+    if text.len() as u64 > MAX_SCHEMA_BYTES {
+        return Err(cannot_read(&format!("more than the {MAX_SCHEMA_BYTES} bytes a schema may have")).into());
     }
-    let text = std::fs::read_to_string(path).map_err(|error| cannot_read(&error))?;
     let schema: serde_json::Value = serde_json::from_str(&text)
         .map_err(|error| UsageError(format!("the schema {} is not JSON: {error}", path.display())))?;
     let validator =
         SchemaValidator::new(schema).map_err(|error| UsageError(format!("the schema {}: {error}", path.display())))?;
+    if validator.schema().get("type").is_some_and(|kind| kind != "object") {
+        let message =
+            format!("the schema {}: its root must be an object (structured output answers with one)", path.display());
+        return Err(UsageError(message).into());
+    }
     let stem = path.file_stem().map(|stem| stem.to_string_lossy()).unwrap_or_default();
     Ok((valid_tool_name(stem.strip_suffix(".schema").unwrap_or(&stem)), validator))
 }

@@ -42,6 +42,8 @@ fn block_tokens(block: &Content, counter: &dyn TokenCounter) -> usize {
         Content::Text { text, .. } => counter.count(text),
         Content::Image { data, .. } => image_tokens(data.len()),
         Content::ImageUrl { url, .. } => counter.count(url) + IMAGE_URL_TOKENS,
+        // Text runs about four bytes a token; other documents (PDF pages) by `document_tokens`.
+        Content::Document { data, mime_type, .. } if mime_type.starts_with("text/") => (data.len() / 4 * 3 / 4).max(1),
         Content::Document { data, .. } => document_tokens(data.len()),
         Content::DocumentUrl { url, .. } => counter.count(url) + DOCUMENT_URL_TOKENS,
         Content::Audio { data, .. } => audio_tokens(data.len()),

@@ -96,6 +96,18 @@ impl<'a> StreamRequest<'a> {
         self.cache_key.filter(|_| self.cache_config.enabled && self.cache_config.strategy != CacheStrategy::Disabled)
     }
 
+    /// [`active_cache_key`](Self::active_cache_key) within `max` bytes, for services that cap
+    /// it (OpenAI at 64): a longer key is sent as a stable 16-hex-digit hash of itself.
+    pub fn active_cache_key_within(&self, max: usize) -> Option<std::borrow::Cow<'a, str>> {
+        let key = self.active_cache_key()?;
+        if key.len() <= max {
+            return Some(std::borrow::Cow::Borrowed(key));
+        }
+        // FNV-1a: stable across builds and platforms, which the std hasher does not promise.
+        let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        Some(std::borrow::Cow::Owned(format!("{hash:016x}")))
+    }
+
     /// Refuses the first block of a user message or tool result that `service` cannot carry
     /// (`carries` answers `Ok` for a block it can, or why not), naming its kind and where it is,
     /// rather than letting the request builder drop it.

@@ -89,8 +89,9 @@ const STRICT_FORMATS: &[&str] = &["date-time", "time", "date", "duration", "emai
 /// refuses removed: `default`, formats outside its list, `oneOf` (made `anyOf`), keywords next to
 /// a `$ref` (the reference moved into an `anyOf` of its own).
 ///
-/// An answer that fits the result fits `schema`, except where `oneOf` became `anyOf`: an optional
-/// property the model must now give is one `schema` allows (an `Option` is already nullable).
+/// An answer that fits the result fits `schema`, except where `oneOf` became `anyOf` or a `$ref`
+/// beside an `anyOf` became one of its branches: an optional property the model must now give is
+/// one `schema` allows (an `Option` is already nullable).
 /// Strict mode still refuses what cannot be closed: a map (`additionalProperties` holding a
 /// schema) stays as it is, and a root that is not an object is the caller's to wrap.
 pub fn strict(schema: &Value) -> Value {
@@ -111,6 +112,68 @@ pub fn strict(schema: &Value) -> Value {
             node.insert("required".into(), Value::Array(all));
             node.insert("additionalProperties".into(), Value::Bool(false));
         } else if is_object(node) && !node.contains_key("additionalProperties") {
+            node.insert("additionalProperties".into(), Value::Bool(false));
+        }
+    });
+    schema
+}
+
+/// Constraints structured outputs refuse; they move into the description instead.
+const CLOSED_REFUSED: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+];
+/// The string formats structured outputs take.
+const CLOSED_FORMATS: &[&str] =
+    &["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"];
+
+/// `schema` in the subset constrained decoding of closed objects takes (Anthropic's structured
+/// outputs, and Claude's on Bedrock, as Anthropic's SDKs rewrite it): every object closed
+/// (`additionalProperties: false` is mandatory, so a map can only come back empty), `oneOf` made
+/// `anyOf`, `title` and `$schema` removed, and the constraints it refuses (numeric bounds,
+/// lengths, `maxItems`, `minItems` above 1, other formats) moved into the description, where the
+/// model still reads them. Answers are still checked against the original schema.
+pub fn closed(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    walk_mut(&mut schema, &mut |node| {
+        node.remove("title");
+        node.remove("$schema");
+        if let Some(branches) = node.remove("oneOf") {
+            node.insert("anyOf".into(), branches);
+        }
+        let mut moved = Vec::new();
+        for keyword in CLOSED_REFUSED {
+            if let Some(value) = node.remove(*keyword) {
+                moved.push(format!("{keyword}: {value}"));
+            }
+        }
+        if node.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
+            moved.push(format!("minItems: {}", node.remove("minItems").unwrap_or_default()));
+        }
+        if let Some(Value::String(format)) = node.get("format")
+            && !CLOSED_FORMATS.contains(&format.as_str())
+        {
+            moved.push(format!("format: {format}"));
+            node.remove("format");
+        }
+        if !moved.is_empty() {
+            let note = format!("({})", moved.join(", "));
+            let description = match node.get("description").and_then(Value::as_str) {
+                Some(text) if !text.is_empty() => format!("{text} {note}"),
+                _ => note,
+            };
+            node.insert("description".into(), description.into());
+        }
+        if node.contains_key("properties") || is_object(node) {
             node.insert("additionalProperties".into(), Value::Bool(false));
         }
     });

@@ -364,77 +364,11 @@ fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<
         // Structured outputs: the answer's JSON fits the schema.
         output_config: match &request.options.response_format {
             ResponseFormat::JsonSchema { schema, .. } => {
-                Some(json!({"format": {"type": "json_schema", "schema": output_schema(schema)}}))
+                Some(json!({"format": {"type": "json_schema", "schema": sinew_core::schema::closed(schema)}}))
             }
             _ => None,
         },
     }
-}
-
-/// Constraints structured outputs refuse; they move into the description instead.
-const UNSUPPORTED_CONSTRAINTS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "maxItems",
-    "uniqueItems",
-    "minProperties",
-    "maxProperties",
-];
-/// The string formats structured outputs take.
-const FORMATS: &[&str] = &["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"];
-
-/// `schema` as structured outputs take it (as Anthropic's SDKs rewrite it): every object closed
-/// (`additionalProperties: false` is mandatory), `oneOf` made `anyOf`, `title` and `$schema`
-/// removed, and constraints it refuses (numeric bounds, lengths, `minItems` above 1, other
-/// formats) moved into the description, where the model still reads them. Answers are still
-/// checked against the original schema.
-pub(crate) fn output_schema(schema: &Value) -> Value {
-    let mut schema = schema.clone();
-    sinew_core::schema::walk_mut(&mut schema, &mut |node| {
-        node.remove("title");
-        node.remove("$schema");
-        if let Some(branches) = node.remove("oneOf") {
-            node.insert("anyOf".into(), branches);
-        }
-        let mut moved = Vec::new();
-        for keyword in UNSUPPORTED_CONSTRAINTS {
-            if let Some(value) = node.remove(*keyword) {
-                moved.push(format!("{keyword}: {value}"));
-            }
-        }
-        if node.get("minItems").and_then(Value::as_u64).is_some_and(|n| n > 1) {
-            moved.push(format!("minItems: {}", node.remove("minItems").unwrap_or_default()));
-        }
-        if let Some(Value::String(format)) = node.get("format")
-            && !FORMATS.contains(&format.as_str())
-        {
-            moved.push(format!("format: {format}"));
-            node.remove("format");
-        }
-        if !moved.is_empty() {
-            let note = format!("({})", moved.join(", "));
-            let description = match node.get("description").and_then(Value::as_str) {
-                Some(text) if !text.is_empty() => format!("{text} {note}"),
-                _ => note,
-            };
-            node.insert("description".into(), description.into());
-        }
-        let is_object = node.contains_key("properties")
-            || match node.get("type") {
-                Some(Value::String(kind)) => kind == "object",
-                Some(Value::Array(kinds)) => kinds.iter().any(|k| k == "object"),
-                _ => false,
-            };
-        if is_object {
-            node.insert("additionalProperties".into(), Value::Bool(false));
-        }
-    });
-    schema
 }
 
 /// The API's message list: tool results go in user turns, consecutive results share one turn,

@@ -2,12 +2,14 @@
 //! each carries (`:event-type`), or an exception (`:message-type: exception`).
 //!
 //! Text blocks have no `contentBlockStart`: a block begins with its first delta. Tool inputs
-//! arrive as JSON fragments, parsed when the block stops. Reasoning comes as text plus a
+//! arrive as JSON fragments, parsed when the block stops. A server tool's call (`toolUse` of type
+//! `server_tool_use`, such as Nova's code interpreter) and the `toolResult` the service streams
+//! after it are kept as opaque blocks that go back as they came; the call is never dispatched. Reasoning comes as text plus a
 //! signature, or as base64 `redactedContent`. The `p` padding field Bedrock adds to payloads is
 //! ignored. The message is complete after `messageStop` and its `metadata` (usage), or when the
 //! body ends after `messageStop`.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
 use sinew_http::{StreamDecoder, excerpt};
 
@@ -120,7 +122,19 @@ impl BedrockDecoder {
         match frame.header_str(":event-type").unwrap_or_default() {
             "contentBlockStart" => {
                 let start = &payload["start"];
-                if let Some(tool) = start.get("toolUse") {
+                // A server tool's call (the service runs it: kept to go back as it came, never
+                // dispatched) and the result the service streams for it.
+                let server = match (start.get("toolUse"), start.get("toolResult")) {
+                    (Some(tool), _) if tool["type"] == "server_tool_use" => Some(("toolUse", tool, "input", json!({}))),
+                    (None, Some(result)) => Some(("toolResult", result, "content", json!([]))),
+                    _ => None,
+                };
+                if let Some((kind, start, filled_later, empty)) = server {
+                    let mut data = start.clone();
+                    data[filled_later] = empty;
+                    let data = Value::Object(Map::from_iter([(kind.to_owned(), data)]));
+                    self.block(&payload, || Content::Opaque { provider: PROVIDER_ID.into(), data });
+                } else if let Some(tool) = start.get("toolUse") {
                     let index = self.block(&payload, || {
                         Content::tool_call(
                             tool["toolUseId"].as_str().unwrap_or_default(),
@@ -192,6 +206,9 @@ impl BedrockDecoder {
             if let Some(block) = self.blocks.iter_mut().find(|b| b.content_index == index) {
                 block.tool_input.push_str(input);
             }
+            if matches!(self.message.content.get(index), Some(Content::Opaque { .. })) {
+                return;
+            }
             out.push(StreamEvent::Delta(StreamDelta::ToolCall {
                 index,
                 id: None,
@@ -218,6 +235,18 @@ impl BedrockDecoder {
                     signature.get_or_insert_with(String::new).push_str(part);
                 }
             }
+        } else if let Some(Value::Array(parts)) = delta.get("toolResult") {
+            let index = self.block(payload, || Content::Opaque {
+                provider: PROVIDER_ID.into(),
+                data: serde_json::json!({"toolResult": {"content": []}}),
+            });
+            if let Some(Content::Opaque { data, .. }) = self.message.content.get_mut(index)
+                && let Some(Value::Array(content)) = data.pointer_mut("/toolResult/content")
+            {
+                for part in parts {
+                    append_result_part(content, part);
+                }
+            }
         }
         // Citations and deltas added later are not modelled.
     }
@@ -225,8 +254,12 @@ impl BedrockDecoder {
     fn stop_block(&mut self, payload: &Value) {
         let wire_index = payload["contentBlockIndex"].as_u64().unwrap_or(0);
         let Some(block) = self.blocks.iter_mut().find(|b| b.wire_index == wire_index) else { return };
-        if let Some(Content::ToolCall { arguments, .. }) = self.message.content.get_mut(block.content_index) {
-            *arguments = parse_input(&std::mem::take(&mut block.tool_input));
+        match self.message.content.get_mut(block.content_index) {
+            Some(Content::ToolCall { arguments, .. }) => {
+                *arguments = parse_input(&std::mem::take(&mut block.tool_input))
+            }
+            Some(Content::Opaque { data, .. }) => set_server_input(data, &std::mem::take(&mut block.tool_input)),
+            _ => {}
         }
     }
 
@@ -240,14 +273,38 @@ impl BedrockDecoder {
     fn take_message(&mut self) -> AssistantMessage {
         let mut message = std::mem::replace(&mut self.message, AssistantMessage::new(PROVIDER_ID, ""));
         for block in self.blocks.drain(..) {
-            if let Some(Content::ToolCall { arguments, .. }) = message.content.get_mut(block.content_index)
-                && (arguments.is_null() || !block.tool_input.is_empty())
-            {
-                *arguments = parse_input(&block.tool_input);
+            match message.content.get_mut(block.content_index) {
+                Some(Content::ToolCall { arguments, .. }) if arguments.is_null() || !block.tool_input.is_empty() => {
+                    *arguments = parse_input(&block.tool_input);
+                }
+                Some(Content::Opaque { data, .. }) => set_server_input(data, &block.tool_input),
+                _ => {}
             }
         }
         message
     }
+}
+
+/// Sets a server tool call's input (kept in `data` as `{"toolUse": ...}`) from its streamed
+/// fragments; a result block, or a call whose input is already set, is left alone.
+fn set_server_input(data: &mut Value, input: &str) {
+    if !input.is_empty()
+        && let Some(slot) = data.pointer_mut("/toolUse/input")
+    {
+        *slot = parse_input(input);
+    }
+}
+
+/// Adds one streamed part of a server tool's result: text runs join, other parts (`json`) are
+/// kept as they came.
+fn append_result_part(content: &mut Vec<Value>, part: &Value) {
+    if let (Some(text), Some(Value::Object(last))) = (part["text"].as_str(), content.last_mut())
+        && let Some(Value::String(buffer)) = last.get_mut("text")
+    {
+        buffer.push_str(text);
+        return;
+    }
+    content.push(part.clone());
 }
 
 fn parse_input(input: &str) -> Value {

@@ -257,8 +257,10 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
     if !inference.is_empty() {
         body.insert("inferenceConfig".into(), Value::Object(inference));
     }
-    // Structured output: the schema travels as a JSON string.
+    // Structured output: the schema travels as a JSON string; Claude's constrained decoding wants
+    // it closed, as on Anthropic's API.
     if let ResponseFormat::JsonSchema { name, schema, .. } = &request.options.response_format {
+        let schema = if request.model.contains("claude") { sinew_core::schema::closed(schema) } else { schema.clone() };
         body.insert(
             "outputConfig".into(),
             json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": name, "schema": schema.to_string()}}}}),
@@ -294,12 +296,20 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
 static CACHE_POINT: std::sync::LazyLock<Value> =
     std::sync::LazyLock::new(|| json!({"cachePoint": {"type": "default"}}));
 
+/// The Claude families whose Bedrock models take `cachePoint`s (older ones refuse them).
+const CACHING_CLAUDE: &[&str] =
+    &["claude-3-5-haiku", "claude-3-7-sonnet", "claude-sonnet-4", "claude-opus-4", "claude-haiku-4"];
+
 /// Where `cachePoint`s go: the request's breakpoints, for the model families whose Bedrock
-/// models take them (Claude, Nova); none for the others, which refuse them.
+/// models take them: Claude from 3.5 Haiku and 3.7 Sonnet on, and Nova, which caches the system
+/// prompt and messages but not tools. None for the others, which refuse them.
 fn cache_points(request: &StreamRequest<'_>) -> sinew_core::CacheBreakpoints {
-    let cacheable = request.model.contains("anthropic.claude") || request.model.contains("amazon.nova");
-    if cacheable {
+    let model = request.model;
+    if model.contains("anthropic.") && CACHING_CLAUDE.iter().any(|family| model.contains(family)) {
         return request.cache_breakpoints();
+    }
+    if model.contains("amazon.nova") {
+        return sinew_core::CacheBreakpoints { tools: false, ..request.cache_breakpoints() };
     }
     let none = sinew_core::CacheBreakpoints { system: false, tools: false, message: None };
     if request.cache_breakpoints() != none {
@@ -317,7 +327,7 @@ fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
 /// The conversation; a `cachePoint` closes message `cache_at`.
 fn messages(history: &[&Message], cache_at: Option<usize>) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(history.len());
-    let mut documents = 0;
+    let mut documents = Documents::default();
     for (index, message) in history.iter().enumerate() {
         let (role, mut blocks) = match message {
             Message::User(user) => {
@@ -342,7 +352,8 @@ fn messages(history: &[&Message], cache_at: Option<usize>) -> Vec<Value> {
         if blocks.is_empty() {
             continue;
         }
-        if cache_at == Some(index) {
+        // Bedrock refuses a cache point right after a reasoning block.
+        if cache_at == Some(index) && blocks.last().is_some_and(|b| b.get("reasoningContent").is_none()) {
             blocks.push(CACHE_POINT.clone());
         }
         // Bedrock wants alternating roles: consecutive turns of one role (a batch of results)
@@ -359,8 +370,35 @@ fn messages(history: &[&Message], cache_at: Option<usize>) -> Vec<Value> {
     out
 }
 
-/// `documents` counts the documents so far, to name those that have no name.
-fn user_block(content: &Content, documents: &mut usize) -> Option<Value> {
+/// The documents of a request so far: Converse wants each named, the names unique.
+#[derive(Default)]
+struct Documents {
+    count: usize,
+    /// The names given, lowercased (Converse compares them without case).
+    names: std::collections::HashSet<String>,
+}
+
+impl Documents {
+    /// A valid name for the next document, unique in the request.
+    fn name(&mut self, name: Option<&str>) -> String {
+        self.count += 1;
+        let base = document_name(name, self.count);
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while !self.names.insert(candidate.to_lowercase()) {
+            candidate = format!("{base} ({n})");
+            n += 1;
+        }
+        candidate
+    }
+}
+
+/// At most this many documents go in one request (Converse refuses more).
+const MAX_DOCUMENTS: usize = 5;
+/// A document name's longest form.
+const MAX_DOCUMENT_NAME: usize = 190;
+
+fn user_block(content: &Content, documents: &mut Documents) -> Option<Value> {
     match content {
         Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
         Content::Image { data, mime_type } => {
@@ -368,9 +406,8 @@ fn user_block(content: &Content, documents: &mut usize) -> Option<Value> {
             Some(json!({"image": {"format": format, "source": {"bytes": data}}}))
         }
         Content::Document { data, mime_type, name } => {
-            *documents += 1;
             let format = document_format(mime_type)?;
-            let name = document_name(name.as_deref(), *documents);
+            let name = documents.name(name.as_deref());
             Some(json!({"document": {"format": format, "name": name, "source": {"bytes": data}}}))
         }
         _ => None,
@@ -393,15 +430,18 @@ fn document_format(mime_type: &str) -> Option<&'static str> {
     })
 }
 
-/// A document name as Converse takes it (letters, digits, single spaces, hyphens, parentheses,
-/// square brackets): other characters become spaces; no name, or nothing left, is `document N`.
+/// A document name as Converse takes it (ASCII letters and digits, single spaces, hyphens,
+/// parentheses, square brackets; 200 characters at most): other characters become spaces, a
+/// long name is cut; no name, or nothing left, is `document N`.
 fn document_name(name: Option<&str>, number: usize) -> String {
     let cleaned = name.map(|name| {
         let kept: String = name
             .chars()
-            .map(|c| if c.is_alphanumeric() || matches!(c, '-' | '(' | ')' | '[' | ']') { c } else { ' ' })
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '(' | ')' | '[' | ']') { c } else { ' ' })
             .collect();
-        kept.split_whitespace().collect::<Vec<_>>().join(" ")
+        let mut name = kept.split_whitespace().collect::<Vec<_>>().join(" ");
+        name.truncate(MAX_DOCUMENT_NAME);
+        name.trim_end().to_owned()
     });
     match cleaned {
         Some(name) if !name.is_empty() => name,
@@ -410,9 +450,13 @@ fn document_name(name: Option<&str>, number: usize) -> String {
 }
 
 /// Refuses what ConverseStream cannot carry in a user message or tool result: URLs (it takes
-/// bytes), audio, and documents in other formats than its nine.
+/// bytes), audio, documents in other formats than its nine, and more than five documents.
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    let documents = std::cell::Cell::new(0);
     request.check_inputs("Bedrock ConverseStream", |content| match content {
+        Content::Document { .. } if documents.replace(documents.get() + 1) == MAX_DOCUMENTS => {
+            Err(format!("a request holds {MAX_DOCUMENTS} documents at most"))
+        }
         Content::ImageUrl { .. } | Content::DocumentUrl { .. } => Err("it takes the bytes, not a URL".into()),
         Content::Audio { .. } => Err("it takes no audio".into()),
         Content::Document { mime_type, .. } if document_format(mime_type).is_none() => {
@@ -440,6 +484,8 @@ fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
                 let input = if arguments.is_object() { arguments.clone() } else { json!({"value": arguments}) };
                 Some(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}))
             }
+            // A server tool's call and result, as the service sent them.
+            Content::Opaque { data, .. } if ours && !failed => Some(data.clone()),
             _ => None,
         })
         .collect()

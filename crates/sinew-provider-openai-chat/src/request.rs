@@ -253,10 +253,13 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<&'a str>,
+    prompt_cache_key: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Value>,
 }
+
+/// The longest `prompt_cache_key` OpenAI takes.
+const MAX_CACHE_KEY: usize = 64;
 
 /// The request options Chat Completions takes (`top_k` is refused: OpenAI has none).
 pub const SUPPORTED_OPTIONS: &[&str] = &[
@@ -419,7 +422,7 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
         presence_penalty: options.presence_penalty.map(sinew_http::json_f32),
         frequency_penalty: options.frequency_penalty.map(sinew_http::json_f32),
         user: options.user.as_deref(),
-        prompt_cache_key: request.active_cache_key().filter(|_| config.prompt_cache_key),
+        prompt_cache_key: request.active_cache_key_within(MAX_CACHE_KEY).filter(|_| config.prompt_cache_key),
         response_format: match &options.response_format {
             ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
             ResponseFormat::JsonSchema { name, schema, strict } => {
@@ -531,10 +534,14 @@ fn audio_format(mime_type: &str) -> Option<&'static str> {
 }
 
 /// Refuses what Chat Completions cannot carry in a user message or tool result: documents by
-/// URL, and audio other than WAV and MP3.
+/// URL or other than PDF (its `file` part takes PDFs; send text as text), and audio other than
+/// WAV and MP3.
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
     request.check_inputs("Chat Completions", |content| match content {
         Content::DocumentUrl { .. } => Err("documents go as data, not URLs".into()),
+        Content::Document { mime_type, .. } if mime_type != "application/pdf" => {
+            Err(format!("documents are PDF, not {mime_type} (send text as text)"))
+        }
         Content::Audio { mime_type, .. } if audio_format(mime_type).is_none() => {
             Err(format!("audio is WAV or MP3, not {mime_type}"))
         }

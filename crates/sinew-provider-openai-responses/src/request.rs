@@ -147,8 +147,9 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
     if let Some(user) = &request.options.user {
         body.insert("user".into(), user.as_str().into());
     }
-    if let Some(key) = request.active_cache_key().filter(|_| config.prompt_cache_key) {
-        body.insert("prompt_cache_key".into(), key.into());
+    // OpenAI takes 64 bytes at most.
+    if let Some(key) = request.active_cache_key_within(64).filter(|_| config.prompt_cache_key) {
+        body.insert("prompt_cache_key".into(), key.into_owned().into());
     }
     let format = match &request.options.response_format {
         ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),

@@ -369,6 +369,10 @@ async fn json_schema_asks_for_structured_output_and_prints_only_the_checked_answ
     let broken = sandbox.run(&["--json-schema", file.to_str().unwrap(), "--model", "m", "q"], "").await;
     broken.assert_code(2);
     assert!(broken.stderr.contains("city.schema.json: invalid JSON Schema: "), "{}", broken.stderr);
+    std::fs::write(&file, r#"{"type": "array"}"#).unwrap();
+    let array = sandbox.run(&["--json-schema", file.to_str().unwrap(), "--model", "m", "q"], "").await;
+    array.assert_code(2);
+    assert!(array.stderr.contains("its root must be an object"), "{}", array.stderr);
     let missing = sandbox.run(&["--json-schema", "/nonexistent.json", "--model", "m", "q"], "").await;
     missing.assert_code(2);
     assert!(missing.stderr.contains("cannot read the schema /nonexistent.json"), "{}", missing.stderr);

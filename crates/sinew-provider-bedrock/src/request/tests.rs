@@ -83,9 +83,14 @@ fn missing_credentials_are_a_clear_error() {
     assert_eq!(error, ProviderError::Auth("no credentials configured".into()));
 }
 
+/// A server tool's result, as Bedrock streams it into an answer: sent back with it.
+fn server_tool_result() -> Value {
+    json!({"toolResult": {"toolUseId": "tooluse_srv", "status": "success", "type": "nova_code_interpreter_result", "content": [{"json": {"stdOut": "4"}}]}})
+}
+
 #[test]
 fn a_rich_history_becomes_the_documented_body() {
-    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let history = round_trip_history("bedrock", server_tool_result());
     let adjust = |request: &mut StreamRequest<'_>| {
         request.thinking_level = ThinkingLevel::Medium;
         request.max_tokens = Some(4000);
@@ -99,7 +104,7 @@ fn a_rich_history_becomes_the_documented_body() {
 #[test]
 fn request_options_become_converse_fields() {
     sinew_testing::assert_option_support(check_options, SUPPORTED_OPTIONS);
-    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let history = round_trip_history("bedrock", server_tool_result());
     let options = sinew_testing::leak_options(
         sinew_core::RequestOptions::default()
             .with_tool_choice(ToolChoice::tool("read"))
@@ -127,7 +132,7 @@ fn request_options_become_converse_fields() {
 
 #[test]
 fn a_schema_becomes_output_config_and_json_mode_is_refused() {
-    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let history = round_trip_history("bedrock", server_tool_result());
     let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
     let options = sinew_testing::leak_options(
         sinew_core::RequestOptions::default()
@@ -185,7 +190,7 @@ fn documents_go_as_bytes_with_a_name_and_urls_and_audio_are_refused() {
 
 #[test]
 fn cache_points_follow_the_strategy_on_the_models_that_take_them() {
-    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let history = round_trip_history("bedrock", server_tool_result());
     // Where in the body the cache points are: system, tools, or message N.
     let points = |model: &str, cache: sinew_core::CacheConfig| {
         let body = with_round_trip_request(&history, model, |r| r.cache_config = cache, body);
@@ -207,7 +212,9 @@ fn cache_points_follow_the_strategy_on_the_models_that_take_them() {
     let claude = "us.anthropic.claude-sonnet-4-5-v1:0";
     let auto = sinew_core::CacheConfig::default();
     assert_eq!(points(claude, auto), ["system", "tools", "message 3"]);
-    assert_eq!(points("amazon.nova-pro-v1:0", auto), ["system", "tools", "message 3"]);
+    // Nova caches the system prompt and messages, not tools.
+    assert_eq!(points("amazon.nova-pro-v1:0", auto), ["system", "message 3"]);
+    assert!(points("anthropic.claude-3-haiku-20240307-v1:0", auto).is_empty(), "Claude 3 has no caching");
     let tools_only =
         sinew_core::CacheStrategy::Manual { cache_system: false, cache_tools: true, cache_messages: false };
     assert_eq!(points(claude, sinew_core::CacheConfig::new(true, tools_only)), ["tools"]);
@@ -217,12 +224,40 @@ fn cache_points_follow_the_strategy_on_the_models_that_take_them() {
 
 #[test]
 fn a_model_without_cache_points_says_so_at_debug_level() {
-    let history = round_trip_history("bedrock", json!({"type": "never sent"}));
+    let history = round_trip_history("bedrock", server_tool_result());
     let logs = sinew_testing::logs_during(tracing::Level::DEBUG, || {
         with_round_trip_request(&history, "meta.llama3-70b-instruct-v1:0", |_| {}, body);
     });
     assert_eq!(
         logs,
         r#"message=no prompt caching: the model takes no cachePoint model="meta.llama3-70b-instruct-v1:0""#
+    );
+}
+
+#[test]
+fn document_names_are_made_unique_and_a_sixth_document_is_refused() {
+    let pdf = |name: &str| Content::Document {
+        data: "JVBERi0x".into(),
+        mime_type: "application/pdf".into(),
+        name: Some(name.into()),
+    };
+    let asked = vec![pdf("Report.pdf"), pdf("report.pdf"), pdf("report pdf"), pdf(&"x".repeat(300))];
+    let history = [Message::User(sinew_core::UserMessage { content: asked, timestamp: 0 })];
+    let body = sinew_testing::with_messages(&history, body);
+    let names: Vec<String> = body["messages"][0]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|block| block["document"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names[..3], ["Report pdf", "report pdf (2)", "report pdf (3)"]);
+    assert_eq!(names[3].len(), 190);
+
+    let six = vec![pdf("a"), pdf("b"), pdf("c"), pdf("d"), pdf("e"), pdf("f")];
+    let history = [Message::User(sinew_core::UserMessage { content: six, timestamp: 0 })];
+    let error = sinew_testing::with_messages(&history, |r| check_inputs(r).unwrap_err().to_string());
+    assert_eq!(
+        error,
+        "Bedrock ConverseStream cannot take the document in message 0: a request holds 5 documents at most"
     );
 }

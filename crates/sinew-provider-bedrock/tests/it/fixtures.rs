@@ -157,3 +157,61 @@ proptest::proptest! {
         proptest::prop_assert_eq!(sinew_testing::terminal_count(&events), 1, "{}", name);
     }
 }
+
+/// A server tool (Nova's code interpreter) runs in the service: its call and the result the
+/// service streams are kept as they came, to go back, and only the model's own tool call is one
+/// the agent may run (issue 16, item 4).
+#[test]
+fn a_server_tool_call_and_its_result_stay_opaque_and_go_back_whole() {
+    let bytes =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/server-tool-code-interpreter.bin")).unwrap();
+    let events = decoder("us.amazon.nova-2-lite-v1:0").decode_all([&bytes]);
+    let (message, error) = stream_outcome(&events);
+    assert_eq!(error, None);
+    let call = serde_json::json!({"toolUse": {
+        "toolUseId": "tooluse_MDxh6LALUXgZvnf9Dqd0fQ",
+        "name": "nova_code_interpreter",
+        "type": "server_tool_use",
+        "input": {"snippet": "1234 * 5678"},
+    }});
+    let result = serde_json::json!({"toolResult": {
+        "toolUseId": "tooluse_MDxh6LALUXgZvnf9Dqd0fQ",
+        "status": "success",
+        "type": "nova_code_interpreter_result",
+        "content": [{"json": {"stdOut": "7006652", "stdErr": "", "exitCode": 0, "isError": false}}],
+    }});
+    assert_eq!(
+        message.content,
+        [
+            Content::Opaque { provider: "bedrock".into(), data: call.clone() },
+            Content::Opaque { provider: "bedrock".into(), data: result.clone() },
+            Content::tool_call(
+                "tooluse_GAkD3pNGSYeUBAwXiRVwIQ",
+                "final_result",
+                serde_json::json!({"result": 7006652.0})
+            ),
+        ]
+    );
+    assert_eq!((message.stop_reason, message.usage.input, message.usage.output), (StopReason::ToolUse, 1002, 59));
+    // Only the model's own call is announced as one.
+    let announced: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Delta(sinew_core::StreamDelta::ToolCall { name: Some(name), .. }) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(announced, ["final_result"]);
+    sinew_testing::assert_byte_by_byte_changes_nothing("server-tool", &bytes, |chunks| {
+        stream_outcome(&decoder("m").decode_all(chunks)).0.content
+    });
+
+    // The next request sends both blocks back as they came.
+    let history = [sinew_core::Message::user("What is 1234 * 5678?"), sinew_core::Message::Assistant(message)];
+    let refs: Vec<&sinew_core::Message> = history.iter().collect();
+    let mut request = sinew_core::StreamRequest::new("us.amazon.nova-2-lite-v1:0", "", &refs);
+    request.cache_config = sinew_core::CacheConfig::new(false, sinew_core::CacheStrategy::Auto);
+    let body = sinew_provider_bedrock::body(&request);
+    assert_eq!(body["messages"][1]["content"][0], call);
+    assert_eq!(body["messages"][1]["content"][1], result);
+}

@@ -190,6 +190,7 @@ fn a_strict_schema_is_sent_closed_with_every_property_required() {
 fn attachments_become_content_parts_and_document_urls_are_refused() {
     let mut content = sinew_testing::attachments();
     let document_url = content.remove(3);
+    let text_document = content.remove(2);
     let pdf = content[1].clone();
     let history = sinew_testing::tool_round("openai", content, vec![Content::text("the spec:"), pdf]);
     let body = sinew_testing::with_messages(&history, |r| {
@@ -203,7 +204,6 @@ fn attachments_become_content_parts_and_document_urls_are_refused() {
         json!([
             {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
             pdf,
-            {"type": "file", "file": {"filename": "document", "file_data": "data:text/plain;base64,aGVsbG8="}},
             {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
         ])
     );
@@ -217,6 +217,10 @@ fn attachments_become_content_parts_and_document_urls_are_refused() {
     assert_eq!(
         refused(document_url),
         "Chat Completions cannot take the document URL in message 0: documents go as data, not URLs"
+    );
+    assert_eq!(
+        refused(text_document),
+        "Chat Completions cannot take the document in message 0: documents are PDF, not text/plain (send text as text)"
     );
     assert_eq!(
         refused(Content::audio("T2dn", "audio/ogg")),
@@ -234,4 +238,9 @@ fn the_cache_key_goes_as_prompt_cache_key_to_openai_only_and_while_caching() {
     assert_eq!(key(&OpenAiChatConfig::groq("k"), on), Value::Null, "other servers may refuse the field");
     let off = sinew_core::CacheConfig::new(false, sinew_core::CacheStrategy::Auto);
     assert_eq!(key(&OpenAiChatConfig::openai("sk"), off), Value::Null);
+    // A key over OpenAI's 64 bytes goes as a stable hash of itself.
+    let long: &'static str = Box::leak("s".repeat(65).into_boxed_str());
+    let hashed = build(&OpenAiChatConfig::openai("sk"), |r| r.cache_key = Some(long))["prompt_cache_key"].clone();
+    assert_eq!(hashed.as_str().map(str::len), Some(16));
+    assert_eq!(hashed, build(&OpenAiChatConfig::openai("sk"), |r| r.cache_key = Some(long))["prompt_cache_key"]);
 }
