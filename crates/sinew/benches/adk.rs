@@ -72,6 +72,9 @@ async fn run_agent(
 
 fn main() {
     run_workload(|provider, options, calls, agents| {
+        if options.workload == "long" {
+            fail("bench adk runs each turn in a new session: --workload is seq or conc");
+        }
         let sessions = Arc::new(InMemorySessionService::new());
         (0..agents)
             .map(|i| tokio::spawn(run_agent(i, provider.clone(), sessions.clone(), options.clone(), calls.clone())))

@@ -1,13 +1,16 @@
 //! `cargo xtask bench e2e`: the reference workload of DESIGN.md over real HTTP.
 //!
 //! ```text
-//! cargo xtask bench e2e [--api openai|anthropic] [--workload seq|conc] [--turns N] [--tools K]
+//! cargo xtask bench e2e [--api openai|anthropic] [--workload seq|conc|long] [--turns N] [--tools K]
 //!                       [--tokens T] [--agents A] [--base-url URL]
 //! ```
 //!
 //! A turn is a prompt (`tools=K tokens=T turn=i`), which the model answers with K parallel
 //! `echo` calls; the agent runs them and sends the results; the model streams T tokens. `seq`
-//! runs N turns with one agent; `conc` runs A agents of N turns each at once. The mock model
+//! runs N turns (200) with one agent, each in a fresh conversation, as the peers were measured;
+//! `conc` runs A agents (100) of N continued turns (5) each at once; `long` runs one conversation
+//! of N continued turns (1,000) and reports the CPU per turn of its first and last 100 turns,
+//! which a linear history keeps close. The mock model
 //! (`sinew-mockllm`, started here unless `--base-url` is given) runs in its own process, so the
 //! CPU time reported is the client's alone. The last line is `RESULT {json}`; the exit status is
 //! non-zero when a tool call or a final text is missing.
@@ -19,7 +22,7 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::{Options, counting_echo, run_workload};
+use common::{Options, counting_echo, mark_cpu, run_workload};
 use sinew::testing::mockllm::expected_text;
 use sinew::{Agent, StreamProvider};
 
@@ -28,7 +31,15 @@ async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, cal
     let mut agent = Agent::with_provider_arc(provider, "mock-1").with_tool(counting_echo(calls));
     let expected = expected_text(options.tokens);
     let mut right = 0;
+    let long = options.workload == "long";
+    let window = (options.turns / 2).min(100);
     for turn in 0..options.turns {
+        if options.workload == "seq" {
+            agent.reset();
+        }
+        if long && (turn == 0 || turn == window || turn == options.turns - window) {
+            mark_cpu();
+        }
         let outcome =
             agent.prompt(format!("tools={} tokens={} turn={turn}", options.tools, options.tokens)).finish().await;
         if outcome.final_text().as_deref() == Some(expected.as_str()) {
@@ -36,6 +47,9 @@ async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, cal
         } else if let Some(error) = &outcome.error {
             eprintln!("turn {turn}: {error}");
         }
+    }
+    if long {
+        mark_cpu();
     }
     right
 }

@@ -56,15 +56,32 @@ pub(crate) fn options() -> Options {
         i += 2;
     }
     if o.turns == 0 {
-        o.turns = if o.workload == "conc" { 5 } else { 200 };
+        o.turns = match o.workload.as_str() {
+            "conc" => 5,
+            "long" => 1_000,
+            _ => 200,
+        };
     }
     if !matches!(o.api.as_str(), "openai" | "anthropic")
-        || !matches!(o.workload.as_str(), "seq" | "conc")
+        || !matches!(o.workload.as_str(), "seq" | "conc" | "long")
         || !matches!(o.streaming.as_str(), "sse" | "none")
     {
-        fail("--api is openai or anthropic, --workload is seq or conc, --streaming is sse or none");
+        fail("--api is openai or anthropic, --workload is seq, conc or long, --streaming is sse or none");
+    }
+    if o.workload == "long" && o.turns < 2 {
+        fail("--workload long needs 2 turns or more");
     }
     o
+}
+
+/// The process's CPU seconds at the marks `long` sets: its start, the end of its first window,
+/// the start of its last window, its end.
+static CPU_MARKS: std::sync::Mutex<Vec<f64>> = std::sync::Mutex::new(Vec::new());
+
+/// Records the CPU seconds so far (`long`'s windows).
+#[allow(dead_code, reason = "`bench e2e` marks; `bench adk`, which shares this module, has no `long`")]
+pub(crate) fn mark_cpu() {
+    CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(cpu_seconds());
 }
 
 pub(crate) fn fail(message: &str) -> ! {
@@ -185,12 +202,23 @@ where
         "tool calls executed {tool_calls} (expected {}), final texts {final_texts} (expected {turns})",
         turns * options.tools
     );
-    let result = json!({
+    let per_turn_us = |seconds: f64, turns: usize| (seconds * 1e6 / turns.max(1) as f64).round();
+    let mut result = json!({
         "api": options.api, "workload": options.workload, "streaming": options.streaming, "agents": agents, "turns": turns,
         "tool_calls_executed": tool_calls, "final_texts": final_texts,
         "workload_cpu_s": (cpu * 1000.0).round() / 1000.0, "workload_wall_s": (wall * 1000.0).round() / 1000.0,
+        "cpu_per_turn_us": per_turn_us(cpu, turns),
         "peak_rss_kb": rss, "ok": ok,
     });
+    let marks = CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    if let [start, first_end, last_start, end] = marks[..] {
+        let window = (options.turns / 2).min(100);
+        let (first, last) = (per_turn_us(first_end - start, window), per_turn_us(end - last_start, window));
+        println!("CPU per turn: first {window} turns {first} µs, last {window} turns {last} µs");
+        result["first_turns_cpu_per_turn_us"] = json!(first);
+        result["last_turns_cpu_per_turn_us"] = json!(last);
+        result["last_over_first"] = json!((last / first.max(1.0) * 100.0).round() / 100.0);
+    }
     println!("RESULT {result}");
     if !ok {
         std::process::exit(1);
