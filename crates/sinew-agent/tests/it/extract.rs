@@ -225,3 +225,28 @@ async fn auto_mode_picks_a_forced_tool_for_a_model_without_native_structured_out
     assert!(matches!(requests[1].options.response_format, ResponseFormat::JsonSchema { .. }));
     assert!(requests[1].tools.is_empty(), "the submit tool is gone");
 }
+
+#[tokio::test]
+async fn calls_past_the_last_attempt_are_refused_and_a_second_answer_is_not_taken() {
+    // No retry left: of two calls in one answer, the second is refused without being judged.
+    let (exhausted, _mock) =
+        agent([MockResponse::new().tool_call("c1", "Order", json!({})).tool_call("c2", "Order", sample_order())]);
+    let mut extractor = Extractor::<Order>::new(exhausted).with_mode(ExtractMode::Tool).with_max_retries(0);
+    assert!(matches!(extractor.extract("Read.").await, Err(Error::InvalidAnswer { attempts: 1, .. })));
+    let results: Vec<(String, bool)> = extractor
+        .agent()
+        .messages()
+        .iter()
+        .filter_map(sinew_core::AgentMessage::as_tool_result)
+        .map(|r| (sinew_core::join_text(&r.content, ""), r.is_error))
+        .collect();
+    assert_eq!(results[1], ("No attempt is left for this answer.".to_owned(), true));
+
+    // Once an answer fits, a second call in the same answer is told so.
+    let (twice, _mock) =
+        agent([MockResponse::new().tool_call("c1", "Order", sample_order()).tool_call("c2", "Order", sample_order())]);
+    let mut extractor = Extractor::<Order>::new(twice).with_mode(ExtractMode::Tool);
+    assert_eq!(extractor.extract("Read.").await.unwrap().attempts, 1);
+    let last = extractor.agent().messages().iter().rev().find_map(sinew_core::AgentMessage::as_tool_result).unwrap();
+    assert_eq!(sinew_core::join_text(&last.content, ""), "An answer was already received.");
+}

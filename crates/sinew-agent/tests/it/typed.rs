@@ -85,6 +85,13 @@ async fn the_result_carries_the_output_as_details_and_cancellation_ends_a_call()
     let result = tool.execute(sample_order(), ctx).await.unwrap();
     assert_eq!((sinew_core::join_text(&result.content, ""), result.details), ("1".to_owned(), json!(1)));
 
+    // An output that is not JSON (a map keyed by tuples) is the call's error, not a panic.
+    let odd = TypedTool::new("odd", "Maps pairs.", |_: Lookup| async move {
+        Ok::<_, String>(std::collections::HashMap::from([((1, 2), 3)]))
+    });
+    let error = odd.execute(json!({"city": "x"}), ToolContext::new("c", "odd", CancellationToken::new())).await;
+    assert_eq!(error.unwrap_err().to_string(), "the result is not JSON: key must be a string");
+
     let slow = TypedTool::with_context("slow", "Waits.", |_: Lookup, ctx: ToolContext| async move {
         ctx.progress("waiting");
         std::future::pending::<Result<(), String>>().await

@@ -9,6 +9,20 @@ fn frame(payload: Value) -> String {
     format!("event: {}\ndata: {payload}\n\n", payload["type"].as_str().unwrap())
 }
 
+/// The start of tool-use block 0, call `t` of tool `name`.
+fn tool_use_start(name: &str) -> String {
+    frame(
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": name, "input": {}}}),
+    )
+}
+
+/// A fragment of block 0's input.
+fn input_fragment(partial: &str) -> String {
+    frame(
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": partial}}),
+    )
+}
+
 fn start() -> String {
     frame(
         json!({"type": "message_start", "message": {"id": "m", "model": "claude-t", "usage": {"input_tokens": 3, "output_tokens": 1}}}),
@@ -85,12 +99,8 @@ fn malformed_payloads_are_clear_protocol_errors() {
     );
 
     let stream = start()
-        + &frame(
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
-        )
-        + &frame(
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"a\": "}}),
-        )
+        + &tool_use_start("f")
+        + &input_fragment("{\"a\": ")
         + &frame(json!({"type": "content_block_stop", "index": 0}))
         + &frame(
             json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 9}}),
@@ -110,12 +120,8 @@ fn malformed_payloads_are_clear_protocol_errors() {
 #[test]
 fn an_unstopped_tool_block_keeps_its_fragment() {
     let stream = start()
-        + &frame(
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
-        )
-        + &frame(
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"path\": \"src/ma"}}),
-        )
+        + &tool_use_start("f")
+        + &input_fragment("{\"path\": \"src/ma")
         + &frame(
             json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 9}}),
         )
@@ -129,9 +135,7 @@ fn an_unstopped_tool_block_keeps_its_fragment() {
 #[test]
 fn tool_calls_without_input_fragments_take_an_empty_object() {
     let stream = start()
-        + &frame(
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "now", "input": {}}}),
-        )
+        + &tool_use_start("now")
         + &frame(json!({"type": "content_block_stop", "index": 0}))
         + &frame(json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}))
         + &frame(json!({"type": "message_stop"}));

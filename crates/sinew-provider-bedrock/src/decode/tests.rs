@@ -81,3 +81,14 @@ proptest! {
         prop_assert_eq!(terminals, 1);
     }
 }
+
+#[test]
+fn a_server_tool_results_text_parts_join_and_other_parts_stay_apart() {
+    let mut content = Vec::new();
+    for part in
+        [json!({"text": "700"}), json!({"text": "6652"}), json!({"json": {"exitCode": 0}}), json!({"text": "!"})]
+    {
+        append_result_part(&mut content, &part);
+    }
+    assert_eq!(content, [json!({"text": "7006652"}), json!({"json": {"exitCode": 0}}), json!({"text": "!"})]);
+}

@@ -143,6 +143,11 @@ fn a_schema_becomes_output_config_and_json_mode_is_refused() {
         sent["outputConfig"],
         json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": "count", "schema": schema.to_string()}}}})
     );
+    // Claude's constrained decoding wants every object closed, as on Anthropic's API.
+    let claude =
+        with_round_trip_request(&history, "us.anthropic.claude-sonnet-4-5-v1:0", |r| r.options = options, body);
+    let closed = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": false});
+    assert_eq!(claude["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"], closed.to_string());
     let refs: Vec<&Message> = history.iter().collect();
     let object = sinew_core::RequestOptions::default().with_response_format(ResponseFormat::JsonObject);
     let mut request = StreamRequest::new("m", "", &refs);
@@ -260,4 +265,22 @@ fn document_names_are_made_unique_and_a_sixth_document_is_refused() {
         error,
         "Bedrock ConverseStream cannot take the document in message 0: a request holds 5 documents at most"
     );
+}
+
+#[test]
+fn no_cache_point_follows_a_reasoning_block() {
+    let mut answer = sinew_core::AssistantMessage::new("bedrock", "us.anthropic.claude-sonnet-4-5-v1:0");
+    answer.content = vec![Content::Thinking {
+        thinking: String::new(),
+        signature: Some("REDACTED==".into()),
+        redacted: true,
+        id: None,
+    }];
+    let history = [Message::user("one"), Message::Assistant(answer), Message::user("two")];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("us.anthropic.claude-sonnet-4-5-v1:0", "", &refs);
+    let sent = body(&request);
+    assert_eq!(sent["messages"][1]["content"], json!([{"reasoningContent": {"redactedContent": "REDACTED=="}}]));
+    // The breakpoint is on that message; with a reasoning block last, Bedrock refuses one there.
+    assert_eq!(request.cache_breakpoints().message, Some(1));
 }
