@@ -135,7 +135,11 @@ impl LlmAgent {
                     ctx.emit(event).await?;
                     return Err(error);
                 }
-                model.generate_content(request.clone(), streaming)
+                // Only the model-error callbacks read the request afterwards: without any, it
+                // moves to the model instead of being copied.
+                let keep = !self.on_model_error.is_empty() || !ctx.invocation.plugins.is_empty();
+                let sent = if keep { request.clone() } else { std::mem::take(&mut request) };
+                model.generate_content(sent, streaming)
             }
         };
 

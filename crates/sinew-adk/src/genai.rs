@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::json::{base64_bytes, opaque};
+use crate::json::{base64_bytes, opaque, opaque_boxed};
 
 /// The role of a user turn (also of tool results, as in ADK).
 pub const USER: &str = "user";
@@ -80,15 +80,15 @@ impl Content {
     }
 }
 
-/// One part of a turn (`google.genai.types.Part`). The structured kinds are boxed: a part stays
-/// small, and history is made of many.
+/// One part of a turn (`google.genai.types.Part`). The structured kinds and the opaque values are
+/// boxed: a part stays small (every streamed fragment is one), and history is made of many.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Part {
     /// The resolution to read the part's media at (`mediaResolution`), kept as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "media_resolution")]
-    pub media_resolution: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "media_resolution")]
+    pub media_resolution: Option<Box<Value>>,
     /// The result of running code (`codeExecutionResult`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "code_execution_result")]
     pub code_execution_result: Option<Box<CodeExecutionResult>>,
@@ -123,27 +123,27 @@ pub struct Part {
     )]
     pub thought_signature: Option<Vec<u8>>,
     /// Which stretch of a video to read, and at what frame rate (`videoMetadata`), kept as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "video_metadata")]
-    pub video_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "video_metadata")]
+    pub video_metadata: Option<Box<Value>>,
     /// A call of a built-in tool that the model's server runs (`toolCall`), kept as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "tool_call")]
-    pub tool_call: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "tool_call")]
+    pub tool_call: Option<Box<Value>>,
     /// The output of a server-side tool call (`toolResponse`), kept as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "tool_response")]
-    pub tool_response: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "tool_response")]
+    pub tool_response: Option<Box<Value>>,
     /// The application's own metadata of the part, such as its source file (`partMetadata`).
     #[serde(default, skip_serializing_if = "Option::is_none", alias = "part_metadata")]
     pub part_metadata: Option<Map<String, Value>>,
     /// The transcription of an audio part (`audioTranscription`), kept as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "audio_transcription")]
-    pub audio_transcription: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "audio_transcription")]
+    pub audio_transcription: Option<Box<Value>>,
     /// How the model processes the part's media (`mediaProcessing`), kept as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "media_processing")]
-    pub media_processing: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "media_processing")]
+    pub media_processing: Option<Box<Value>>,
     /// Speech synthesis settings of a text part, such as speaker and style (`speechMetadata`), kept
     /// as given.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque", alias = "speech_metadata")]
-    pub speech_metadata: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opaque_boxed", alias = "speech_metadata")]
+    pub speech_metadata: Option<Box<Value>>,
 }
 
 impl Part {

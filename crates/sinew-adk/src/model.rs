@@ -23,7 +23,8 @@ use sinew_core::{
 use crate::error::{Error, Result};
 use crate::event::LlmResponse;
 use crate::genai::{
-    Content, FileData, FunctionCall, GenerateContentConfig, MODEL, Part, ThinkingConfig, UsageMetadata,
+    Blob, Content, FileData, FunctionCall, FunctionResponse, GenerateContentConfig, MODEL, Part, ThinkingConfig,
+    UsageMetadata,
 };
 use crate::types::LlmRequest;
 
@@ -115,12 +116,13 @@ impl Llm for ModelAdapter {
         let model = request.model.clone().filter(|m| !m.is_empty()).unwrap_or_else(|| self.model.clone());
         let provider_id = self.provider.provider_id_for(&model).to_owned();
         let system = request.system_instruction().unwrap_or_default();
-        let mut messages = to_messages(&request.contents, &provider_id, &model);
-        if let Some(filler) = filler(&request.contents) {
+        let tools = to_tools(&request);
+        let filler = filler(&request.contents);
+        let mut messages = to_messages(request.contents, &provider_id, &model);
+        if let Some(filler) = filler {
             messages.push(Message::user(filler));
         }
         let refs: Vec<&Message> = messages.iter().collect();
-        let tools = to_tools(&request);
         let mut call = StreamRequest::new(&model, &system, &refs);
         call.tools = &tools;
         call.temperature = request.config.temperature.map(|t| t as f32);
@@ -305,13 +307,16 @@ fn signature_bytes(text: Option<String>) -> Option<Vec<u8>> {
 const OPAQUE_KEY: &str = "sinew_opaque";
 
 /// ADK contents as sinew messages: model turns are assistant messages, function responses tool
-/// results, every other role a user turn.
-pub fn to_messages(contents: &[Content], provider: &str, model: &str) -> Vec<Message> {
+/// results, every other role a user turn. The contents are taken: texts and arguments move into the
+/// messages rather than being copied.
+pub fn to_messages(contents: Vec<Content>, provider: &str, model: &str) -> Vec<Message> {
     let mut messages = Vec::with_capacity(contents.len());
     for content in contents {
-        if content.role() == MODEL {
+        let model_turn = content.role() == MODEL;
+        let parts = content.parts.unwrap_or_default();
+        if model_turn {
             let mut message = AssistantMessage::new(provider, model);
-            message.content = content.parts().iter().filter_map(to_block).collect();
+            message.content = parts.into_iter().filter_map(to_block).collect();
             if message.tool_calls().next().is_some() {
                 message.stop_reason = StopReason::ToolUse;
             }
@@ -319,13 +324,15 @@ pub fn to_messages(contents: &[Content], provider: &str, model: &str) -> Vec<Mes
             continue;
         }
         let mut blocks = Vec::new();
-        for part in content.parts() {
-            if let Some(response) = &part.function_response {
-                let response = response_value(response.response.as_ref());
+        for mut part in parts {
+            if let Some(response) = part.function_response.take() {
+                let FunctionResponse { id, name, response, .. } = *response;
+                let name = name.unwrap_or_default();
+                let response = Value::Object(response.unwrap_or_default());
                 let is_error = response.get("error").is_some_and(|e| !e.is_null());
                 messages.push(Message::ToolResult(ToolResultMessage {
-                    tool_call_id: call_id(part.function_response.as_ref().and_then(|r| r.id.as_deref()), name_of(part)),
-                    tool_name: name_of(part).to_owned(),
+                    tool_call_id: call_id(id.as_deref(), &name),
+                    tool_name: name,
                     content: vec![Block::text(response.to_string())],
                     is_error,
                     timestamp: now_ms(),
@@ -342,53 +349,49 @@ pub fn to_messages(contents: &[Content], provider: &str, model: &str) -> Vec<Mes
     messages
 }
 
-fn name_of(part: &Part) -> &str {
-    part.function_response.as_ref().map_or("", |r| r.name())
-}
-
-fn response_value(response: Option<&Map<String, Value>>) -> Value {
-    response.map_or(Value::Object(Map::new()), |r| Value::Object(r.clone()))
-}
-
-fn to_block(part: &Part) -> Option<Block> {
-    if let Some(call) = &part.function_call {
+fn to_block(mut part: Part) -> Option<Block> {
+    if let Some(call) = part.function_call.take() {
+        let FunctionCall { id, name, args, .. } = *call;
+        let name = name.unwrap_or_default();
         return Some(Block::ToolCall {
-            id: call_id(call.id.as_deref(), call.name()),
-            name: call.name().to_owned(),
-            arguments: Value::Object(call.args.clone().unwrap_or_default()),
+            id: call_id(id.as_deref(), &name),
+            name,
+            arguments: Value::Object(args.unwrap_or_default()),
             signature: signature_text(part.thought_signature.as_ref()),
         });
     }
-    if let Some(text) = &part.text {
+    if let Some(text) = part.text.take() {
         let signature = signature_text(part.thought_signature.as_ref());
         return Some(if part.is_thought() {
-            Block::Thinking { thinking: text.clone(), signature, redacted: false, id: None }
+            Block::Thinking { thinking: text, signature, redacted: false, id: None }
         } else {
-            Block::Text { text: text.clone(), signature }
+            Block::Text { text, signature }
         });
     }
-    if let Some(blob) = &part.inline_data {
-        let data = STANDARD.encode(blob.data.as_deref().unwrap_or_default());
-        let mime_type = blob.mime_type.clone().unwrap_or_default();
+    if let Some(blob) = part.inline_data.take() {
+        let Blob { data, mime_type, display_name, .. } = *blob;
+        let data = STANDARD.encode(data.unwrap_or_default());
+        let mime_type = mime_type.unwrap_or_default();
         return Some(match mime_type.split('/').next() {
             Some("image") => Block::image(data, mime_type),
             Some("audio") => Block::audio(data, mime_type),
-            _ => Block::Document { data, mime_type, name: blob.display_name.clone() },
+            _ => Block::Document { data, mime_type, name: display_name },
         });
     }
-    if let Some(file) = &part.file_data {
-        let url = file.file_uri.clone()?;
-        return Some(match file.mime_type.clone() {
+    if let Some(file) = part.file_data.take() {
+        let FileData { file_uri, mime_type, display_name, .. } = *file;
+        let url = file_uri?;
+        return Some(match mime_type {
             Some(mime_type) if !mime_type.starts_with("image/") => {
-                Block::DocumentUrl { url, mime_type, name: file.display_name.clone() }
+                Block::DocumentUrl { url, mime_type, name: display_name }
             }
             mime_type => Block::ImageUrl { url, mime_type },
         });
     }
-    if let Some(opaque) = part.part_metadata.as_ref().and_then(|m| m.get(OPAQUE_KEY)) {
+    if let Some(mut opaque) = part.part_metadata.take().and_then(|mut m| m.remove(OPAQUE_KEY)) {
         return Some(Block::Opaque {
             provider: opaque["provider"].as_str().unwrap_or_default().to_owned(),
-            data: opaque["data"].clone(),
+            data: opaque["data"].take(),
         });
     }
     // A redacted thought: only its signature is there.

@@ -52,7 +52,7 @@ pub fn to_sinew_session(session: &Session) -> sinew_session::Session {
                 usage = usage.combine(&used);
             }
             let Some(content) = &event.content else { continue };
-            for mut message in to_messages(std::slice::from_ref(content), PROVIDER, agent) {
+            for mut message in to_messages(vec![content.clone()], PROVIDER, agent) {
                 let at = ms(event.timestamp);
                 match &mut message {
                     Message::User(m) => m.timestamp = at,

@@ -251,7 +251,7 @@ fn answers_convert_to_parts_and_back() {
     let parts: Vec<Part> = blocks.iter().cloned().filter_map(sinew_adk::model::to_part).collect();
     assert_eq!(parts.len(), blocks.len(), "every block has a part");
     assert_eq!(parts[0].thought_signature.as_deref(), Some(&b"sig-bytes"[..]));
-    let back = sinew_adk::model::to_messages(&[Content::new("model", parts.clone())], "p", "m");
+    let back = sinew_adk::model::to_messages(vec![Content::new("model", parts.clone())], "p", "m");
     let Message::Assistant(message) = &back[0] else { panic!("{back:?}") };
     assert_eq!(message.content, blocks);
     // And through the event JSON adk-python stores.

@@ -562,6 +562,29 @@ async fn model_and_instruction_failures_write_an_error_event() {
     }
 }
 
+/// A model-error callback sees the request that failed, contents and all (the request is moved to
+/// the model only when nothing can read it afterwards), and its answer stands in for the model's.
+#[tokio::test]
+async fn a_model_error_callback_reads_the_failed_request() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = LlmAgent::builder("a")
+        .model(Arc::new(ScriptedLlm::new([ScriptedAnswer::Error("overloaded".into())])))
+        .on_model_error_callback({
+            let seen = seen.clone();
+            move |_: &CallbackContext, request: &LlmRequest, _: &sinew_adk::Error| {
+                seen.lock().unwrap().extend(request.contents.iter().map(Content::text));
+                Some(LlmResponse::new(Content::model_text("Try again later.")))
+            }
+        })
+        .build()
+        .unwrap();
+    let (runner, _) = runner_for(agent).await;
+    let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default()).await;
+    assert_eq!(error, None);
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "Try again later.");
+    assert_eq!(*seen.lock().unwrap(), ["go"]);
+}
+
 /// A model that fails right after a fragment: the fragment still comes out, then the error.
 #[tokio::test]
 async fn a_fragment_before_a_failure_is_not_lost() {
