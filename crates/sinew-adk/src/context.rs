@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use serde_json::{Map, Value};
 use sinew_core::CancellationToken;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, oneshot};
 
 use crate::agent::Agent;
 use crate::error::{Error, Result};
@@ -136,7 +136,7 @@ pub(crate) struct Invocation {
     /// the request went to, a plugin's replacement included).
     pub(crate) set_model_response_agents: StdMutex<std::collections::HashSet<String>>,
     pub(crate) cancel: CancellationToken,
-    pub(crate) events: mpsc::Sender<Emitted>,
+    pub(crate) events: crate::handoff::Sender<Emitted>,
 }
 
 /// One agent's view of a running invocation (ADK's `InvocationContext`): cheap to clone.
@@ -289,7 +289,8 @@ impl InvocationContext {
     }
 
     /// Hands a streaming fragment to the runner, which yields it and stores nothing; no answer is
-    /// awaited (the channel's bound still keeps the agent in step with the caller).
+    /// awaited (the agent still waits while the runner holds an earlier one, so it stays in step with
+    /// the caller).
     pub async fn emit_fragment(&self, fragment: Box<Event>) -> Result<()> {
         self.invocation.events.send((fragment, None)).await.map_err(|_| Error::Cancelled)
     }

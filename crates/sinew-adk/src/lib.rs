@@ -39,6 +39,7 @@ mod error;
 pub mod event;
 mod flow;
 pub mod genai;
+mod handoff;
 mod history;
 mod json;
 mod llm_agent;

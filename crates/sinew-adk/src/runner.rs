@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
 use serde_json::{Map, Value};
 use sinew_core::CancellationToken;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{Mutex, oneshot};
 
 use crate::agent::{Agent, AgentNames, check_agent_tree, find_agent, find_parent};
 use crate::artifact::ArtifactService;
@@ -268,7 +268,7 @@ impl Runner {
         }
         let resumed = resumed_invocation(&session, &message);
         let invocation_id = resumed.clone().unwrap_or_else(new_invocation_id);
-        let (events, inbox) = mpsc::channel::<Emitted>(1);
+        let (events, inbox) = crate::handoff::handoff::<Emitted>();
         let invocation = Arc::new(Invocation {
             invocation_id,
             session: Mutex::new(session),
@@ -508,7 +508,7 @@ struct Running {
     storing: Option<Storing>,
     /// A fragment to yield as it is.
     passed: Option<Box<Event>>,
-    inbox: mpsc::Receiver<Emitted>,
+    inbox: crate::handoff::Receiver<Emitted>,
     /// The invocation, as the plugins see it.
     ctx: InvocationContext,
     /// Cancels the invocation (its model calls and tools) when the caller drops the stream.
@@ -546,17 +546,17 @@ impl Running {
                 }
                 Poll::Pending => {
                     let Some(driver) = self.driver.as_mut() else {
-                        // The agents are done. `poll_recv` may say Pending only because the
-                        // task's budget ran out: what they handed over last is taken regardless.
+                        // The agents are done: what they handed over last is taken, then the
+                        // stream ends.
                         match self.inbox.try_recv() {
-                            Ok(emitted) => {
+                            Some(emitted) => {
                                 self.handle(emitted);
                                 match self.take_passed() {
                                     Some(event) => return Poll::Ready(Some(Ok(event))),
                                     None => continue,
                                 }
                             }
-                            Err(_) => return Poll::Ready(self.ended.take().and_then(Result::err).map(Err)),
+                            None => return Poll::Ready(self.ended.take().and_then(Result::err).map(Err)),
                         }
                     };
                     if let Poll::Ready(result) = driver.as_mut().poll(cx) {
