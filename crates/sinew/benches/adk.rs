@@ -4,6 +4,7 @@
 //! ```text
 //! cargo xtask bench adk [--api openai|anthropic] [--workload seq|conc] [--turns N] [--tools K]
 //!                       [--tokens T] [--agents A] [--base-url URL] [--streaming sse|none]
+//!                       [--sessions delete|keep]
 //! ```
 //!
 //! The same turns as `bench e2e` (a prompt, K parallel `echo` calls, T streamed tokens), run by an
@@ -11,8 +12,10 @@
 //! agent tool through `ToolAdapter`. Every turn is a new session in one `InMemorySessionService`
 //! (a fresh conversation per turn, as the peers were measured), in SSE mode by default (every
 //! streamed token is an event the caller receives; `--streaming none` gives one event per model
-//! answer). The last
-//! line is `RESULT {json}`; the exit status is non-zero when a tool call or a final text is missing.
+//! answer). A turn's session is deleted once the turn is done, as the plain loop of `bench e2e`
+//! drops its conversation; `--sessions keep` keeps them all, which measures a heap that grows by
+//! every turn's events as well. The last line is `RESULT {json}`; the exit status is non-zero when
+//! a tool call or a final text is missing.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -65,6 +68,11 @@ async fn run_agent(
         }
         if last.and_then(|e| e.content).map(|c| c.text()).as_deref() == Some(expected.as_str()) {
             right += 1;
+        }
+        if options.sessions == "delete"
+            && let Err(error) = sessions.delete_session("bench", "u", &session).await
+        {
+            fail(&error.to_string());
         }
     }
     right

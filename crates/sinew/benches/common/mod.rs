@@ -24,6 +24,8 @@ pub(crate) struct Options {
     pub(crate) base_url: Option<String>,
     /// `bench adk` only: `sse` (fragments as events) or `none`.
     pub(crate) streaming: String,
+    /// `bench adk` only: `delete` each turn's session once it is done, or `keep` them all.
+    pub(crate) sessions: String,
 }
 
 pub(crate) fn options() -> Options {
@@ -36,6 +38,7 @@ pub(crate) fn options() -> Options {
         agents: 100,
         base_url: None,
         streaming: "sse".into(),
+        sessions: "delete".into(),
     };
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mut i = 0;
@@ -51,6 +54,7 @@ pub(crate) fn options() -> Options {
             "--agents" => o.agents = number(),
             "--base-url" => o.base_url = Some(value.clone()),
             "--streaming" => o.streaming = value.clone(),
+            "--sessions" => o.sessions = value.clone(),
             other => fail(&format!("unknown option {other}")),
         }
         i += 2;
@@ -65,8 +69,12 @@ pub(crate) fn options() -> Options {
     if !matches!(o.api.as_str(), "openai" | "anthropic")
         || !matches!(o.workload.as_str(), "seq" | "conc" | "long")
         || !matches!(o.streaming.as_str(), "sse" | "none")
+        || !matches!(o.sessions.as_str(), "delete" | "keep")
     {
-        fail("--api is openai or anthropic, --workload is seq, conc or long, --streaming is sse or none");
+        fail(
+            "--api is openai or anthropic, --workload is seq, conc or long, --streaming is sse or none, \
+             --sessions is delete or keep",
+        );
     }
     if o.workload == "long" && o.turns < 2 {
         fail("--workload long needs 2 turns or more");
@@ -99,15 +107,13 @@ pub(crate) fn counting_echo(calls: Arc<AtomicUsize>) -> FnTool {
     .with_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
 }
 
-/// User + system CPU seconds of this process so far (all threads).
+/// User + system CPU seconds of this process so far (all threads, those ended included), to the
+/// microsecond: `/proc/self/stat` counts in hundredths, too coarse for a 0.06 s workload.
 pub(crate) fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name;
-    // Linux reports them in USER_HZ, 100 per second.
-    (ticks(11) + ticks(12)) / 100.0
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return 0.0 };
+    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    seconds(usage.user_time()) + seconds(usage.system_time())
 }
 
 pub(crate) fn peak_rss_kb() -> u64 {
@@ -208,7 +214,7 @@ where
         "tool_calls_executed": tool_calls, "final_texts": final_texts,
         "workload_cpu_s": (cpu * 1000.0).round() / 1000.0, "workload_wall_s": (wall * 1000.0).round() / 1000.0,
         "cpu_per_turn_us": per_turn_us(cpu, turns),
-        "peak_rss_kb": rss, "ok": ok,
+        "peak_rss_kb": rss, "ok": ok, "sessions": options.sessions,
     });
     let marks = CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     if let [start, first_end, last_start, end] = marks[..] {
