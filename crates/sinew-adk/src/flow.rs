@@ -125,6 +125,9 @@ impl LlmAgent {
         labels.entry("adk_agent_name").or_insert_with(|| Value::String(self.name.clone()));
 
         let streaming = ctx.run_config().streaming_mode == StreamingMode::Sse;
+        // The request as the model-error callbacks read it; without any, it moves to the model
+        // instead of being copied.
+        let mut kept = None;
         let mut responses: BoxStream<'static, Result<LlmResponse>> = match answer {
             Some(response) => futures::stream::once(async move { Ok(response) }).boxed(),
             None => {
@@ -135,11 +138,10 @@ impl LlmAgent {
                     ctx.emit(event).await?;
                     return Err(error);
                 }
-                // Only the model-error callbacks read the request afterwards: without any, it
-                // moves to the model instead of being copied.
-                let keep = !self.on_model_error.is_empty() || !ctx.invocation.plugins.is_empty();
-                let sent = if keep { request.clone() } else { std::mem::take(&mut request) };
-                model.generate_content(sent, streaming)
+                if !self.on_model_error.is_empty() || !ctx.invocation.plugins.is_empty() {
+                    kept = Some(request.clone());
+                }
+                model.generate_content(request, streaming)
             }
         };
 
@@ -153,7 +155,7 @@ impl LlmAgent {
             let response = match item {
                 Ok(response) if !callbacks => response,
                 Ok(response) => self.after_model(&callback, response).await,
-                Err(error) => match self.on_model_error(&callback, &request, &error).await {
+                Err(error) => match self.on_model_error(&callback, kept.as_ref(), &error).await {
                     Some(response) => response,
                     None => return Err(self.fail(ctx, error).await),
                 },
@@ -222,12 +224,15 @@ impl LlmAgent {
         }
     }
 
+    /// The first answer of the plugins' then the agent's model-error callbacks; none without
+    /// callbacks, which is when the request was not kept.
     async fn on_model_error(
         &self,
         callback: &CallbackContext,
-        request: &crate::LlmRequest,
+        request: Option<&crate::LlmRequest>,
         error: &Error,
     ) -> Option<LlmResponse> {
+        let request = request?;
         for plugin in &callback.invocation().invocation.plugins {
             if let Some(r) = plugin.on_model_error(callback, request, error).await {
                 return Some(r);

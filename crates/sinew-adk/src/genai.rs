@@ -146,6 +146,9 @@ pub struct Part {
     pub speech_metadata: Option<Box<Value>>,
 }
 
+// Every streamed fragment is a part: what is rare stays boxed, and a part this small.
+const _: () = assert!(std::mem::size_of::<Part>() <= 192);
+
 impl Part {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {

@@ -113,8 +113,8 @@ pub(crate) mod opaque {
     }
 }
 
-/// [`opaque`] for a boxed value: the response fields that are almost always absent stay one
-/// pointer wide.
+/// [`opaque`] for a boxed value: the response and part fields that are almost always absent stay
+/// one pointer wide.
 pub(crate) mod opaque_boxed {
     use super::*;
 

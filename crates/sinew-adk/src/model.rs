@@ -391,7 +391,7 @@ fn to_block(mut part: Part) -> Option<Block> {
     if let Some(mut opaque) = part.part_metadata.take().and_then(|mut m| m.remove(OPAQUE_KEY)) {
         return Some(Block::Opaque {
             provider: opaque["provider"].as_str().unwrap_or_default().to_owned(),
-            data: opaque["data"].take(),
+            data: opaque.get_mut("data").map(Value::take).unwrap_or_default(),
         });
     }
     // A redacted thought: only its signature is there.

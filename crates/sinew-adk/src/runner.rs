@@ -546,8 +546,8 @@ impl Running {
                 }
                 Poll::Pending => {
                     let Some(driver) = self.driver.as_mut() else {
-                        // The agents are done: what they handed over last is taken, then the
-                        // stream ends.
+                        // The agents are done. `poll_recv` may say Pending only because the
+                        // task's budget ran out: what they handed over last is taken regardless.
                         match self.inbox.try_recv() {
                             Some(emitted) => {
                                 self.handle(emitted);

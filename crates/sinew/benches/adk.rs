@@ -79,7 +79,7 @@ async fn run_agent(
 }
 
 fn main() {
-    run_workload(|provider, options, calls, agents| {
+    run_workload("adk", |provider, options, calls, agents| {
         if options.workload == "long" {
             fail("bench adk runs each turn in a new session: --workload is seq or conc");
         }

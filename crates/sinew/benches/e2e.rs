@@ -55,7 +55,7 @@ async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, cal
 }
 
 fn main() {
-    run_workload(|provider, options, calls, agents| {
+    run_workload("e2e", |provider, options, calls, agents| {
         (0..agents).map(|_| tokio::spawn(run_agent(provider.clone(), options.clone(), calls.clone()))).collect()
     });
 }

@@ -260,6 +260,36 @@ fn answers_convert_to_parts_and_back() {
     assert_eq!(stored.parts(), parts.as_slice());
 }
 
+/// Part metadata is the caller's JSON: an opaque-block key holding something else is no block (and
+/// no panic), and metadata without it leaves the part's other content as it is.
+#[test]
+fn odd_part_metadata_converts_without_failing() {
+    let odd = |metadata: Value| {
+        let mut part = Part::default();
+        part.part_metadata = serde_json::from_value(metadata).ok();
+        part
+    };
+    let mut redacted = odd(json!({"k": 1}));
+    redacted.thought = Some(true);
+    redacted.thought_signature = Some(b"sig".to_vec());
+    let parts = vec![odd(json!({"sinew_opaque": "x"})), odd(json!({"sinew_opaque": [1]})), redacted];
+    let back = sinew_adk::model::to_messages(vec![Content::new("model", parts)], "p", "m");
+    let Message::Assistant(message) = &back[0] else { panic!("{back:?}") };
+    assert_eq!(
+        message.content,
+        [
+            sinew_core::Content::Opaque { provider: String::new(), data: Value::Null },
+            sinew_core::Content::Opaque { provider: String::new(), data: Value::Null },
+            sinew_core::Content::Thinking {
+                thinking: String::new(),
+                signature: Some("c2ln".into()),
+                redacted: true,
+                id: None
+            },
+        ]
+    );
+}
+
 /// The same adapter over a real provider: the Anthropic provider talking HTTP to a server that
 /// streams what Anthropic streams.
 #[tokio::test]

@@ -585,6 +585,63 @@ async fn a_model_error_callback_reads_the_failed_request() {
     assert_eq!(*seen.lock().unwrap(), ["go"]);
 }
 
+/// A plugin's model-error callback, with none on the agent, sees the failed request too.
+#[tokio::test]
+async fn a_plugins_model_error_callback_reads_the_failed_request() {
+    struct Fallback(Arc<Mutex<Vec<String>>>);
+    #[async_trait]
+    impl Plugin for Fallback {
+        fn name(&self) -> &str {
+            "fallback"
+        }
+        async fn on_model_error(
+            &self,
+            _ctx: &CallbackContext,
+            request: &LlmRequest,
+            _error: &sinew_adk::Error,
+        ) -> Option<LlmResponse> {
+            self.0.lock().unwrap().extend(request.contents.iter().map(Content::text));
+            Some(LlmResponse::new(Content::model_text("Fallback answer.")))
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = LlmAgent::builder("a")
+        .model(Arc::new(ScriptedLlm::new([ScriptedAnswer::Error("overloaded".into())])))
+        .build()
+        .unwrap();
+    let runner = Runner::new("app", Arc::new(agent), sessions_with("s").await)
+        .unwrap()
+        .with_plugin(Arc::new(Fallback(seen.clone())));
+    let events = collect(&runner, Content::user_text("go"), RunConfig::default()).await;
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "Fallback answer.");
+    assert_eq!(*seen.lock().unwrap(), ["go"]);
+}
+
+/// Parallel branches that stream take turns: the second branch's first fragment reaches the
+/// caller before the first branch is done, even with models that never wait.
+#[tokio::test]
+async fn parallel_branches_stream_in_turns() {
+    let branch = |name: &str, chunks: &[&str]| {
+        Arc::new(
+            LlmAgent::builder(name)
+                .model(Arc::new(ScriptedLlm::new([ScriptedAnswer::streamed(chunks)])))
+                .build()
+                .unwrap(),
+        ) as Arc<dyn Agent>
+    };
+    let fanout = sinew_adk::ParallelAgent::new(
+        "fanout",
+        vec![branch("first", &["a1", "a2", "a3", "a4", "a5"]), branch("second", &["b1", "b2", "b3", "b4", "b5"])],
+    );
+    let (runner, _) = runner_for(fanout).await;
+    let events = collect(&runner, Content::user_text("go"), RunConfig::default().sse()).await;
+    let fragments: Vec<String> =
+        events.iter().filter(|e| e.is_partial()).map(|e| e.content.as_ref().unwrap().text()).collect();
+    assert_eq!(fragments.len(), 10, "{fragments:?}");
+    let at = |text: &str| fragments.iter().position(|f| f == text).unwrap();
+    assert!(at("b1") < at("a5") && at("a1") < at("b5"), "the branches interleave: {fragments:?}");
+}
+
 /// A model that fails right after a fragment: the fragment still comes out, then the error.
 #[tokio::test]
 async fn a_fragment_before_a_failure_is_not_lost() {

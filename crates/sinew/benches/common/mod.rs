@@ -109,11 +109,18 @@ pub(crate) fn counting_echo(calls: Arc<AtomicUsize>) -> FnTool {
 
 /// User + system CPU seconds of this process so far (all threads, those ended included), to the
 /// microsecond: `/proc/self/stat` counts in hundredths, too coarse for a 0.06 s workload.
+#[cfg(unix)]
 pub(crate) fn cpu_seconds() -> f64 {
     use nix::sys::resource::{UsageWho, getrusage};
     let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return 0.0 };
     let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
     seconds(usage.user_time()) + seconds(usage.system_time())
+}
+
+/// No CPU reading off unix: the figures read 0.
+#[cfg(not(unix))]
+pub(crate) fn cpu_seconds() -> f64 {
+    0.0
 }
 
 pub(crate) fn peak_rss_kb() -> u64 {
@@ -156,10 +163,10 @@ pub(crate) fn provider(options: &Options, base_url: &str, client: &HttpClient) -
     }
 }
 
-/// Runs the workload: `spawn_runs` starts the agents (one for `seq`, `--agents` for `conc`) on
-/// the provider, each giving back its count of right final texts; prints the report and
-/// `RESULT {json}`, and exits non-zero when a tool call or a final text is missing.
-pub(crate) fn run_workload<F>(spawn_runs: F)
+/// Runs the workload of `bench` (`e2e` or `adk`): `spawn_runs` starts the agents (one for `seq`,
+/// `--agents` for `conc`) on the provider, each giving back its count of right final texts; prints
+/// the report and `RESULT {json}`, and exits non-zero when a tool call or a final text is missing.
+pub(crate) fn run_workload<F>(bench: &str, spawn_runs: F)
 where
     F: FnOnce(Arc<dyn StreamProvider>, Arc<Options>, Arc<AtomicUsize>, usize) -> Vec<tokio::task::JoinHandle<usize>>,
 {
@@ -214,8 +221,11 @@ where
         "tool_calls_executed": tool_calls, "final_texts": final_texts,
         "workload_cpu_s": (cpu * 1000.0).round() / 1000.0, "workload_wall_s": (wall * 1000.0).round() / 1000.0,
         "cpu_per_turn_us": per_turn_us(cpu, turns),
-        "peak_rss_kb": rss, "ok": ok, "sessions": options.sessions,
+        "peak_rss_kb": rss, "ok": ok,
     });
+    if bench == "adk" {
+        result["sessions"] = json!(options.sessions);
+    }
     let marks = CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     if let [start, first_end, last_start, end] = marks[..] {
         let window = (options.turns / 2).min(100);
