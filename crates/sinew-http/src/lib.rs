@@ -15,6 +15,7 @@
 //! - [`HttpProvider`]: a provider crate's [`Protocol`] (configuration, builder, decoder) as a
 //!   `StreamProvider`.
 //! - [`HttpRequest`]: what the pure request builders produce; its `Debug` hides secrets.
+//! - [`json::MaybeStr`]: for decoders that read events into typed, borrowed structs.
 //!
 //! ```
 //! use sinew_http::sse::SseDecoder;
@@ -35,6 +36,7 @@
 
 mod auth;
 mod client;
+pub mod json;
 mod message;
 mod provider;
 mod request;

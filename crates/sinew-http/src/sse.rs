@@ -188,7 +188,11 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
-        let value = String::from_utf8_lossy(value);
+        // Valid UTF-8 is checked by the fast path; only an invalid line pays for the lossy one.
+        let value = match std::str::from_utf8(value) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(value),
+        };
         match name {
             b"data" => {
                 if self.data.len() + value.len() + 1 > self.max_event_bytes {

@@ -5,8 +5,10 @@
 //! every other block (server tools, their results, whatever comes next) is kept whole as
 //! `Content::Opaque` so it can be sent back unchanged.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::json::MaybeStr;
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
@@ -63,6 +65,17 @@ impl AnthropicEvents {
         event: &SseEvent,
         out: &mut Vec<StreamEvent>,
     ) -> Result<Option<AssistantMessage>, ProviderError> {
+        // Text, thinking and tool-input deltas (one per streamed token) are read into typed,
+        // borrowed fields; every other event, and a delta those do not cover, whole.
+        if let Ok(head) = serde_json::from_str::<DeltaEvent<'_>>(&event.data)
+            && head.kind.as_str().unwrap_or(event.event.as_str()) == "content_block_delta"
+            && let (Some(index), Some(delta)) = (head.index, &head.delta)
+            && let Some(kind) = delta.kind.as_str()
+            && let Some(piece) = delta.piece(kind)
+            && self.piece(index as usize, kind, piece, out)?
+        {
+            return Ok(None);
+        }
         let payload: Value = serde_json::from_str(&event.data).map_err(|e| {
             ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, excerpt(&event.data)))
         })?;
@@ -122,37 +135,23 @@ impl AnthropicEvents {
 
     fn delta(&mut self, payload: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         let index = block_index(payload)?;
-        let (Some(content), Some(block)) = (self.message.content.get_mut(index), self.blocks.get_mut(index)) else {
-            return Err(ProviderError::Protocol(format!("delta for content block {index}, which never started")));
-        };
         let delta = &payload["delta"];
-        let text = |field: &str| delta[field].as_str().unwrap_or_default().to_owned();
-        match (delta["type"].as_str().unwrap_or_default(), content) {
-            ("text_delta", Content::Text { text: buffer, .. }) => {
-                let piece = text("text");
-                buffer.push_str(&piece);
-                out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: piece }));
-            }
-            ("thinking_delta", Content::Thinking { thinking, .. }) => {
-                let piece = text("thinking");
-                thinking.push_str(&piece);
-                out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: piece }));
-            }
+        let kind = delta["type"].as_str().unwrap_or_default();
+        let field = match kind {
+            "text_delta" => "text",
+            "thinking_delta" => "thinking",
+            "input_json_delta" => "partial_json",
+            _ => "",
+        };
+        if self.piece(index, kind, delta[field].as_str().unwrap_or_default(), out)? {
+            return Ok(());
+        }
+        let Some(content) = self.message.content.get_mut(index) else {
+            return Err(never_started(index));
+        };
+        match (kind, content) {
             ("signature_delta", Content::Thinking { signature, .. }) => {
                 signature.get_or_insert_with(String::new).push_str(delta["signature"].as_str().unwrap_or_default());
-            }
-            ("input_json_delta", content) => {
-                let piece = text("partial_json");
-                block.partial_json.push_str(&piece);
-                if let Content::ToolCall { id, name, .. } = content {
-                    let first = block.partial_json.len() == piece.len();
-                    out.push(StreamEvent::Delta(StreamDelta::ToolCall {
-                        index,
-                        id: first.then(|| id.clone()),
-                        name: first.then(|| name.clone()),
-                        delta: piece,
-                    }));
-                }
             }
             // A block sinew does not model keeps every delta, so it goes back to the service whole
             // (a `compaction` block's summary arrives as `compaction_delta`s).
@@ -161,6 +160,44 @@ impl AnthropicEvents {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Adds a text, thinking or tool-input `piece` to block `index`; `false` when the delta is of
+    /// another kind, or of a kind the block does not take.
+    fn piece(
+        &mut self,
+        index: usize,
+        kind: &str,
+        piece: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<bool, ProviderError> {
+        let (Some(content), Some(block)) = (self.message.content.get_mut(index), self.blocks.get_mut(index)) else {
+            return Err(never_started(index));
+        };
+        match (kind, content) {
+            ("text_delta", Content::Text { text: buffer, .. }) => {
+                buffer.push_str(piece);
+                out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: piece.to_owned() }));
+            }
+            ("thinking_delta", Content::Thinking { thinking, .. }) => {
+                thinking.push_str(piece);
+                out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: piece.to_owned() }));
+            }
+            ("input_json_delta", content) => {
+                block.partial_json.push_str(piece);
+                if let Content::ToolCall { id, name, .. } = content {
+                    let first = block.partial_json.len() == piece.len();
+                    out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+                        index,
+                        id: first.then(|| id.clone()),
+                        name: first.then(|| name.clone()),
+                        delta: piece.to_owned(),
+                    }));
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn stop_block(&mut self, index: usize) -> Result<(), ProviderError> {
@@ -192,6 +229,45 @@ impl AnthropicEvents {
             *arguments = Value::Object(Map::new());
         }
         Ok(())
+    }
+}
+
+fn never_started(index: usize) -> ProviderError {
+    ProviderError::Protocol(format!("delta for content block {index}, which never started"))
+}
+
+/// What the hot path reads of a `content_block_delta` event.
+#[derive(Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: MaybeStr<'a>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaFields<'a>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaFields<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    text: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    thinking: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    partial_json: MaybeStr<'a>,
+}
+
+impl DeltaFields<'_> {
+    /// The piece a delta of `kind` carries, if it is one of the three the hot path takes.
+    fn piece(&self, kind: &str) -> Option<&str> {
+        match kind {
+            "text_delta" => Some(self.text.as_str().unwrap_or_default()),
+            "thinking_delta" => Some(self.thinking.as_str().unwrap_or_default()),
+            "input_json_delta" => Some(self.partial_json.as_str().unwrap_or_default()),
+            _ => None,
+        }
     }
 }
 

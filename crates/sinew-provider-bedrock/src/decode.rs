@@ -9,8 +9,10 @@
 //! ignored. The message is complete after `messageStop` and its `metadata` (usage), or when the
 //! body ends after `messageStop`.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::json::MaybeStr;
 use sinew_http::{StreamDecoder, excerpt};
 
 use crate::eventstream::{Frame, FrameDecoder};
@@ -99,6 +101,25 @@ impl StreamDecoder for BedrockDecoder {
 
 impl BedrockDecoder {
     fn frame(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        // Text and tool-input deltas (one per streamed token) are read into typed, borrowed
+        // fields; every other frame, and a delta those do not cover, whole.
+        if !matches!(frame.header_str(":message-type"), Some("exception" | "error"))
+            && frame.header_str(":event-type") == Some("contentBlockDelta")
+            && let Ok(head) = serde_json::from_slice::<BlockDelta<'_>>(&frame.payload)
+            && let Some(delta) = &head.delta
+        {
+            let wire_index = head.content_block_index.unwrap_or(0);
+            if let Some(text) = delta.text.as_str() {
+                self.start(out);
+                self.text_delta(wire_index, text, out);
+                return Ok(());
+            }
+            if let Some(input) = delta.tool_use.as_ref().and_then(|t| t.input.as_str()) {
+                self.start(out);
+                self.tool_input_delta(wire_index, input, out);
+                return Ok(());
+            }
+        }
         let payload: Value = if frame.payload.is_empty() {
             Value::Null
         } else {
@@ -116,9 +137,7 @@ impl BedrockDecoder {
             }
             _ => {}
         }
-        if !std::mem::replace(&mut self.started, true) {
-            out.push(StreamEvent::Start);
-        }
+        self.start(out);
         match frame.header_str(":event-type").unwrap_or_default() {
             "contentBlockStart" => {
                 let start = &payload["start"];
@@ -181,9 +200,19 @@ impl BedrockDecoder {
         Ok(())
     }
 
+    fn start(&mut self, out: &mut Vec<StreamEvent>) {
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(StreamEvent::Start);
+        }
+    }
+
     /// The content index of the block `payload` is about, creating its content with `make`.
     fn block(&mut self, payload: &Value, make: impl FnOnce() -> Content) -> usize {
-        let wire_index = payload["contentBlockIndex"].as_u64().unwrap_or(0);
+        self.block_at(payload["contentBlockIndex"].as_u64().unwrap_or(0), make)
+    }
+
+    /// The content index of Bedrock's block `wire_index`, creating its content with `make`.
+    fn block_at(&mut self, wire_index: u64, make: impl FnOnce() -> Content) -> usize {
         if let Some(block) = self.blocks.iter().find(|b| b.wire_index == wire_index) {
             return block.content_index;
         }
@@ -193,28 +222,32 @@ impl BedrockDecoder {
         content_index
     }
 
+    fn text_delta(&mut self, wire_index: u64, text: &str, out: &mut Vec<StreamEvent>) {
+        let index = self.block_at(wire_index, || Content::text(""));
+        if let Some(Content::Text { text: buffer, .. }) = self.message.content.get_mut(index) {
+            buffer.push_str(text);
+            out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: text.to_owned() }));
+        }
+    }
+
+    fn tool_input_delta(&mut self, wire_index: u64, input: &str, out: &mut Vec<StreamEvent>) {
+        let index = self.block_at(wire_index, || Content::tool_call("", "", Value::Null));
+        if let Some(block) = self.blocks.iter_mut().find(|b| b.content_index == index) {
+            block.tool_input.push_str(input);
+        }
+        if matches!(self.message.content.get(index), Some(Content::Opaque { .. })) {
+            return;
+        }
+        out.push(StreamEvent::Delta(StreamDelta::ToolCall { index, id: None, name: None, delta: input.to_owned() }));
+    }
+
     fn delta(&mut self, payload: &Value, out: &mut Vec<StreamEvent>) {
         let delta = &payload["delta"];
+        let wire_index = payload["contentBlockIndex"].as_u64().unwrap_or(0);
         if let Some(text) = delta["text"].as_str() {
-            let index = self.block(payload, || Content::text(""));
-            if let Some(Content::Text { text: buffer, .. }) = self.message.content.get_mut(index) {
-                buffer.push_str(text);
-                out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: text.to_owned() }));
-            }
+            self.text_delta(wire_index, text, out);
         } else if let Some(input) = delta["toolUse"]["input"].as_str() {
-            let index = self.block(payload, || Content::tool_call("", "", Value::Null));
-            if let Some(block) = self.blocks.iter_mut().find(|b| b.content_index == index) {
-                block.tool_input.push_str(input);
-            }
-            if matches!(self.message.content.get(index), Some(Content::Opaque { .. })) {
-                return;
-            }
-            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
-                index,
-                id: None,
-                name: None,
-                delta: input.to_owned(),
-            }));
+            self.tool_input_delta(wire_index, input, out);
         } else if let Some(reasoning) = delta.get("reasoningContent") {
             let redacted = reasoning.get("redactedContent").is_some();
             let index = self.block(payload, || Content::Thinking {
@@ -283,6 +316,31 @@ impl BedrockDecoder {
         }
         message
     }
+}
+
+/// What the hot path reads of a `contentBlockDelta` event (the `p` padding is skipped).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BlockDelta<'a> {
+    #[serde(default)]
+    content_block_index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaFields<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeltaFields<'a> {
+    #[serde(default, borrow)]
+    text: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    tool_use: Option<ToolUseDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ToolUseDelta<'a> {
+    #[serde(default, borrow)]
+    input: MaybeStr<'a>,
 }
 
 /// Sets a server tool call's input (kept in `data` as `{"toolUse": ...}`) from its streamed

@@ -10,6 +10,10 @@
 //! conversation. There is no end marker: the message is complete when the body ends after a
 //! `finishReason`.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
 use sinew_http::sse::SseEvent;
@@ -60,35 +64,39 @@ impl SseHandler for GeminiEvents {
         if data.is_empty() {
             return Ok(None);
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?;
-        let chunk = match &chunk {
-            Value::Array(items) if items.len() == 1 => &items[0],
-            _ => &chunk,
+        let invalid =
+            |e: serde_json::Error| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data)));
+        // Vertex may wrap the chunk in a one-element array.
+        let chunk: Chunk<'_> = if data.starts_with('[') {
+            let mut chunks: Vec<Chunk<'_>> = serde_json::from_str(data).map_err(invalid)?;
+            match chunks.len() {
+                1 => chunks.swap_remove(0),
+                _ => Chunk::default(),
+            }
+        } else {
+            serde_json::from_str(data).map_err(invalid)?
         };
-        if chunk.get("error").is_some() {
+        if chunk.error.0 {
             return Err(stream_error(data));
         }
         if !std::mem::replace(&mut self.started, true) {
             out.push(StreamEvent::Start);
         }
-        if let Some(model) = chunk["modelVersion"].as_str().filter(|m| !m.is_empty()) {
-            model.clone_into(&mut self.message.model);
+        if let Some(model) = chunk.model_version.filter(|m| !m.is_empty()) {
+            model.as_ref().clone_into(&mut self.message.model);
         }
-        if let Some(usage) = chunk.get("usageMetadata") {
+        if let Some(usage) = &chunk.usage_metadata {
             self.usage(usage);
         }
-        if let Some(reason) = chunk["promptFeedback"]["blockReason"].as_str() {
+        if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
             return Err(ProviderError::Api { status: None, message: format!("the prompt was blocked: {reason}") });
         }
-        let candidate = &chunk["candidates"][0];
-        if let Some(parts) = candidate["content"]["parts"].as_array() {
-            for part in parts {
-                self.part(part, out)?;
-            }
+        let Some(candidate) = chunk.candidates.0 else { return Ok(None) };
+        for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+            self.part(part, out)?;
         }
-        if let Some(reason) = candidate["finishReason"].as_str() {
-            self.finish_reason = Some(reason.to_owned());
+        if let Some(reason) = candidate.finish_reason {
+            self.finish_reason = Some(reason.into_owned());
         }
         Ok(None)
     }
@@ -125,24 +133,24 @@ impl SseHandler for GeminiEvents {
 }
 
 impl GeminiEvents {
-    fn usage(&mut self, usage: &Value) {
-        let n = |k: &str| usage[k].as_u64().unwrap_or(0);
-        let (prompt, cached) = (n("promptTokenCount"), n("cachedContentTokenCount"));
-        if prompt == 0 && n("totalTokenCount") == 0 {
+    fn usage(&mut self, usage: &UsageMetadata) {
+        let prompt = usage.prompt_token_count;
+        let cached = usage.cached_content_token_count;
+        if prompt == 0 && usage.total_token_count == 0 {
             return;
         }
-        let output = n("candidatesTokenCount").saturating_add(n("thoughtsTokenCount"));
+        let output = usage.candidates_token_count.saturating_add(usage.thoughts_token_count);
         self.message.usage =
-            Usage::new(prompt.saturating_sub(cached).saturating_add(n("toolUsePromptTokenCount")), output)
+            Usage::new(prompt.saturating_sub(cached).saturating_add(usage.tool_use_prompt_token_count), output)
                 .with_cache(cached.min(prompt), 0)
-                .with_total(n("totalTokenCount").max(prompt.saturating_add(output)));
+                .with_total(usage.total_token_count.max(prompt.saturating_add(output)));
     }
 
-    fn part(&mut self, part: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
-        let signature = part["thoughtSignature"].as_str().map(str::to_owned);
-        if let Some(call) = part.get("functionCall") {
+    fn part(&mut self, part: PartIn, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+        let signature = part.thought_signature.as_ref().and_then(Value::as_str).map(str::to_owned);
+        if let Some(call) = &part.function_call {
             return self.function_call(call, signature, out);
-        } else if let Some(text) = part["text"].as_str() {
+        } else if let Some(text) = part.text {
             if text.is_empty() {
                 // An empty part carrying a signature signs the block it follows.
                 if let (Some(signature), Some(index)) = (signature, self.blocks.open_index()) {
@@ -150,18 +158,23 @@ impl GeminiEvents {
                 }
                 return Ok(());
             }
-            let index = if part["thought"] == true {
-                self.blocks.thinking(&mut self.message, text.to_owned(), out)
+            let index = if part.thought.as_ref().and_then(Value::as_bool) == Some(true) {
+                self.blocks.thinking(&mut self.message, text, out)
             } else {
-                self.blocks.text(&mut self.message, text.to_owned(), out)
+                self.blocks.text(&mut self.message, text, out)
             };
             if let Some(signature) = signature {
                 set_signature(&mut self.message.content[index], signature);
             }
-        } else if part.as_object().is_some_and(|o| !o.is_empty() && !o.keys().all(|k| k == "thoughtSignature")) {
+        } else {
             // Code execution, inline data and parts added later: kept whole, sent back as is.
-            self.blocks.close();
-            self.message.content.push(Content::Opaque { provider: self.message.provider.clone(), data: part.clone() });
+            let whole = part.into_object();
+            if !whole.is_empty() && !whole.keys().all(|k| k == "thoughtSignature") {
+                self.blocks.close();
+                self.message
+                    .content
+                    .push(Content::Opaque { provider: self.message.provider.clone(), data: Value::Object(whole) });
+            }
         }
         Ok(())
     }
@@ -257,6 +270,151 @@ impl GeminiEvents {
     fn generated_id(&self, index: usize) -> String {
         let suffix: String = std::iter::repeat_with(fastrand::alphanumeric).take(8).collect();
         format!("{}-{index}-{suffix}", self.id_prefix)
+    }
+}
+
+/// One streamed `GenerateContentResponse`, read without building a JSON tree: only what the
+/// decoder uses is read, texts borrowed from the chunk where they have no escapes.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Chunk<'a> {
+    #[serde(default)]
+    error: Present,
+    #[serde(default, borrow)]
+    model_version: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage_metadata: Option<UsageMetadata>,
+    #[serde(default, borrow)]
+    prompt_feedback: Option<PromptFeedback<'a>>,
+    /// The first candidate: sinew asks for one.
+    #[serde(default, borrow)]
+    candidates: FirstCandidate<'a>,
+}
+
+/// The first element of `candidates`, the others skipped.
+#[derive(Default)]
+struct FirstCandidate<'a>(Option<Candidate<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstCandidate<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct First;
+        impl<'de> Visitor<'de> for First {
+            type Value = FirstCandidate<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of candidates")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstCandidate(first))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(FirstCandidate(None))
+            }
+        }
+        deserializer.deserialize_any(First)
+    }
+}
+
+/// Whether a key is there, whatever its value (`null` included).
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromptFeedback<'a> {
+    #[serde(default, borrow)]
+    block_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageMetadata {
+    #[serde(default)]
+    prompt_token_count: u64,
+    #[serde(default)]
+    cached_content_token_count: u64,
+    #[serde(default)]
+    candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: u64,
+    #[serde(default)]
+    tool_use_prompt_token_count: u64,
+    #[serde(default)]
+    total_token_count: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Candidate<'a> {
+    #[serde(default)]
+    content: Option<CandidateContent>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct CandidateContent {
+    #[serde(default)]
+    parts: Vec<PartIn>,
+}
+
+/// One part, read key by key: a text (moved out of the chunk, as the blocks keep it), a function
+/// call, and everything else kept as JSON, so that a kind the decoder does not know is sent back
+/// whole.
+#[derive(Default)]
+struct PartIn {
+    text: Option<String>,
+    function_call: Option<Value>,
+    thought: Option<Value>,
+    thought_signature: Option<Value>,
+    other: Map<String, Value>,
+}
+
+impl PartIn {
+    /// The part as it came (for one without a text or a function call).
+    fn into_object(self) -> Map<String, Value> {
+        let mut object = self.other;
+        for (key, value) in [("thought", self.thought), ("thoughtSignature", self.thought_signature)] {
+            if let Some(value) = value {
+                object.insert(key.to_owned(), value);
+            }
+        }
+        object
+    }
+}
+
+impl<'de> Deserialize<'de> for PartIn {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = PartIn;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a part object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PartIn, A::Error> {
+                let mut part = PartIn::default();
+                while let Some(key) = map.next_key::<sinew_http::json::MaybeStr<'de>>()? {
+                    let key = key.0.unwrap_or_default();
+                    let value: Value = map.next_value()?;
+                    match (key.as_ref(), value) {
+                        ("text", Value::String(text)) => part.text = Some(text),
+                        ("functionCall", value) => part.function_call = Some(value),
+                        ("thought", value) => part.thought = Some(value),
+                        ("thoughtSignature", value) => part.thought_signature = Some(value),
+                        (_, value) => drop(part.other.insert(key.into_owned(), value)),
+                    }
+                }
+                Ok(part)
+            }
+        }
+        deserializer.deserialize_map(Keys)
     }
 }
 

@@ -6,8 +6,10 @@
 //! items (server tools, custom tools) are kept whole as `Content::Opaque`. Function-call argument
 //! deltas are checked against `.done`, whose text wins if they differ.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::json::MaybeStr;
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
@@ -52,26 +54,27 @@ impl SseHandler for ResponsesEvents {
         if data.is_empty() || data == "[DONE]" {
             return Ok(None);
         }
-        let payload: Value = serde_json::from_str(data).map_err(|e| {
+        let invalid = |e: serde_json::Error| {
             ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, excerpt(data)))
-        })?;
-        let kind = payload["type"].as_str().unwrap_or(event.event.as_str());
+        };
+        // Deltas, one per streamed token, are read into a typed head without a JSON tree; the
+        // other events, a few per response, whole.
+        let head: Head<'_> = serde_json::from_str(data).map_err(invalid)?;
+        let kind = head.kind.as_str().unwrap_or(event.event.as_str());
         if !std::mem::replace(&mut self.started, true) {
             out.push(StreamEvent::Start);
         }
+        let delta = head.delta.as_str().unwrap_or_default();
         match kind {
-            "response.created" | "response.in_progress" => self.response_model(&payload["response"]),
-            "response.output_item.added" => self.item_added(&payload, out),
             "response.output_text.delta" | "response.refusal.delta" => {
-                let index = self.content_index(&payload)?;
-                let delta = payload["delta"].as_str().unwrap_or_default();
+                let index = self.content_index(head.output_index, data)?;
                 if let Some(Content::Text { text, .. }) = self.message.content.get_mut(index) {
                     text.push_str(delta);
                     out.push(StreamEvent::Delta(StreamDelta::Text { index, delta: delta.to_owned() }));
                 }
             }
             "response.reasoning_summary_part.added" => {
-                let index = self.content_index(&payload)?;
+                let index = self.content_index(head.output_index, data)?;
                 if let Some(item) = self.items.iter_mut().find(|i| i.content_index == index) {
                     item.summary_parts += 1;
                     if item.summary_parts > 1
@@ -83,16 +86,14 @@ impl SseHandler for ResponsesEvents {
                 }
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let index = self.content_index(&payload)?;
-                let delta = payload["delta"].as_str().unwrap_or_default();
+                let index = self.content_index(head.output_index, data)?;
                 if let Some(Content::Thinking { thinking, .. }) = self.message.content.get_mut(index) {
                     thinking.push_str(delta);
                     out.push(StreamEvent::Delta(StreamDelta::Thinking { index, delta: delta.to_owned() }));
                 }
             }
             "response.function_call_arguments.delta" => {
-                let index = self.content_index(&payload)?;
-                let delta = payload["delta"].as_str().unwrap_or_default();
+                let index = self.content_index(head.output_index, data)?;
                 if let Some(item) = self.items.iter_mut().find(|i| i.content_index == index) {
                     item.arguments.push_str(delta);
                     out.push(StreamEvent::Delta(StreamDelta::ToolCall {
@@ -104,31 +105,19 @@ impl SseHandler for ResponsesEvents {
                 }
             }
             "response.function_call_arguments.done" => {
-                let index = self.content_index(&payload)?;
+                let index = self.content_index(head.output_index, data)?;
                 if let (Some(done), Some(item)) =
-                    (payload["arguments"].as_str(), self.items.iter_mut().find(|i| i.content_index == index))
+                    (head.arguments.as_str(), self.items.iter_mut().find(|i| i.content_index == index))
                     && item.arguments != done
                 {
                     tracing::debug!(index, "function-call argument deltas differ from .done; .done wins");
                     done.clone_into(&mut item.arguments);
                 }
             }
-            "response.output_item.done" => self.item_done(&payload)?,
-            "response.completed" | "response.incomplete" => return self.completed(&payload["response"]).map(Some),
-            "response.failed" => {
-                let response = &payload["response"];
-                return Err(failure(&response["error"]));
-            }
-            "error" => {
-                let error = if payload["error"].is_object() { &payload["error"] } else { &payload };
-                return Err(failure(error));
-            }
-            // Lifecycle events of server tools, annotations, content parts: nothing to model.
-            _ => {}
+            kind => return self.whole_event(kind, data, out),
         }
         Ok(None)
     }
-
     fn end(&mut self, _: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
         Err(ProviderError::Protocol("the stream ended before response.completed".into()))
     }
@@ -145,19 +134,46 @@ impl SseHandler for ResponsesEvents {
 }
 
 impl ResponsesEvents {
+    /// An event other than a delta, read whole.
+    fn whole_event(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Option<AssistantMessage>, ProviderError> {
+        let payload: Value = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Protocol(format!("invalid json in `{kind}` event: {e}: {}", excerpt(data))))?;
+        match kind {
+            "response.created" | "response.in_progress" => self.response_model(&payload["response"]),
+            "response.output_item.added" => self.item_added(&payload, out),
+            "response.output_item.done" => self.item_done(&payload, data)?,
+            "response.completed" | "response.incomplete" => return self.completed(&payload["response"]).map(Some),
+            "response.failed" => {
+                let response = &payload["response"];
+                return Err(failure(&response["error"]));
+            }
+            "error" => {
+                let error = if payload["error"].is_object() { &payload["error"] } else { &payload };
+                return Err(failure(error));
+            }
+            // Lifecycle events of server tools, annotations, content parts: nothing to model.
+            _ => {}
+        }
+        Ok(None)
+    }
+}
+
+impl ResponsesEvents {
     fn response_model(&mut self, response: &Value) {
         if let Some(model) = response["model"].as_str().filter(|m| !m.is_empty()) {
             model.clone_into(&mut self.message.model);
         }
     }
 
-    fn content_index(&self, payload: &Value) -> Result<usize, ProviderError> {
-        let output_index = payload["output_index"].as_u64();
+    /// Where the content of output item `output_index` is; `data`, the event, names it otherwise.
+    fn content_index(&self, output_index: Option<u64>, data: &str) -> Result<usize, ProviderError> {
         self.items.iter().find(|i| Some(i.output_index) == output_index).map(|i| i.content_index).ok_or_else(|| {
-            ProviderError::Protocol(format!(
-                "event for an output item that was never added: {}",
-                excerpt(&payload.to_string())
-            ))
+            ProviderError::Protocol(format!("event for an output item that was never added: {}", excerpt(data)))
         })
     }
 
@@ -199,8 +215,8 @@ impl ResponsesEvents {
         });
     }
 
-    fn item_done(&mut self, payload: &Value) -> Result<(), ProviderError> {
-        let index = self.content_index(payload)?;
+    fn item_done(&mut self, payload: &Value, data: &str) -> Result<(), ProviderError> {
+        let index = self.content_index(payload["output_index"].as_u64(), data)?;
         let item = &payload["item"];
         let provider = self.message.provider.clone();
         match self.message.content.get_mut(index) {
@@ -250,6 +266,19 @@ impl ResponsesEvents {
         };
         Ok(message)
     }
+}
+
+/// What every event is read for first: its type, and the fields of the deltas.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: MaybeStr<'a>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    arguments: MaybeStr<'a>,
 }
 
 fn reasoning_text(item: &Value) -> String {

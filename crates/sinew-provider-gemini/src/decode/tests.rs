@@ -162,6 +162,21 @@ fn unknown_parts_are_kept_opaque() {
     assert_eq!(message.text(), "done");
 }
 
+/// Shapes a typed reading could trip on are read as the JSON tree read them: no candidates,
+/// a text that is not a string (an unknown part, kept whole with its signature), a wrapped chunk.
+#[test]
+fn odd_but_valid_shapes_are_read_as_before() {
+    let odd = json!({"text": 5, "thought": true, "thoughtSignature": "c2ln"});
+    let message = done(&decode(&[
+        json!({"candidates": null, "modelVersion": "gemini-x"}),
+        json!([parts(json!([odd.clone()]))]),
+        parts(json!([{"text": "hi", "extra": {"a": [1]}}])),
+        finish("STOP"),
+    ]));
+    assert_eq!(message.model, "gemini-x");
+    assert_eq!(message.content, [Content::Opaque { provider: "google".into(), data: odd }, Content::text("hi")]);
+}
+
 proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
