@@ -1,10 +1,29 @@
 //! What the stream decoders share to read events into typed, borrowed structs rather than a
-//! `serde_json::Value` tree (which allocates a map per object, a string per key): the hot events
-//! (one per streamed token) go through them; the rare ones are still read whole.
+//! `serde_json::Value` tree (which allocates a map per object, a string per key). A typed reading
+//! is a fast path: it reads what a `Value` lookup would, and where it cannot (a field of another
+//! shape than expected), the decoder reads the event whole instead. Fields a typed reading skips
+//! are checked to be well-formed JSON, not validated further: a lone surrogate escape or a number
+//! out of `f64`'s range inside a skipped field is let through.
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
+use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// `value` as compact JSON text, what `value.to_string()` gives, written straight into a buffer
+/// rather than through the `Display` machinery: request bodies hold whole histories, and tool
+/// arguments are sent as text on every call.
+pub fn text(value: &Value) -> String {
+    // A `Value` always serializes: its keys are strings, its numbers finite.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// [`text`] as bytes, for a request body.
+pub fn bytes(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
 
 /// A field read as a string when it is one, and as nothing when it holds anything else: a decoder
 /// reads the fields it knows without failing on one whose shape it does not expect. Borrowed from
@@ -37,6 +56,77 @@ impl<'de: 'a, 'a> Deserialize<'de> for MaybeStr<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(AnyValue)
     }
+}
+
+/// A field read as `T` when it is a JSON object, and as nothing when it holds anything else (as a
+/// `Value` lookup into it would find nothing). Unlike a derived struct alone, it never reads an
+/// array as a struct by position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object<T>(pub Option<T>);
+
+impl<T> Default for Object<T> {
+    fn default() -> Self {
+        Object(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ObjectOnly(PhantomData))
+    }
+}
+
+struct ObjectOnly<T>(PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectOnly<T> {
+    type Value = Object<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(|t| Object(Some(t)))
+    }
+
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Object(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Object(None))
+    }
+}
+
+/// Whether `data` (an event's payload) is a JSON object: a typed reading of anything else could
+/// read an array as a struct by position.
+pub fn is_object(data: &[u8]) -> bool {
+    data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 struct AnyValue;
@@ -92,33 +182,4 @@ impl<'de> Visitor<'de> for AnyValue {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(serde::Deserialize)]
-    struct Fields<'a> {
-        #[serde(default, borrow)]
-        a: MaybeStr<'a>,
-        #[serde(default, borrow)]
-        b: MaybeStr<'a>,
-    }
-
-    #[test]
-    fn strings_are_read_and_borrowed_when_they_can_be() {
-        let fields: Fields<'_> = serde_json::from_str(r#"{"a": "plain", "b": "esc\"aped"}"#).unwrap();
-        assert!(matches!(fields.a.0, Some(Cow::Borrowed("plain"))));
-        assert_eq!(fields.b.as_str(), Some("esc\"aped"));
-    }
-
-    #[test]
-    fn anything_else_is_nothing_and_no_error() {
-        for other in ["null", "true", "-1", "2", "1.5", "[1, [2]]", r#"{"x": {"y": [3]}}"#] {
-            let json = format!(r#"{{"a": {other}, "b": "after"}}"#);
-            let fields: Fields<'_> = serde_json::from_str(&json).unwrap();
-            assert_eq!(fields.a.as_str(), None, "{other}");
-            assert_eq!(fields.b.as_str(), Some("after"), "{other}: what follows is still read");
-        }
-        let missing: Fields<'_> = serde_json::from_str("{}").unwrap();
-        assert_eq!(missing.a, MaybeStr::default());
-    }
-}
+mod tests;

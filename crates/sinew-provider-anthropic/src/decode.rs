@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::json::MaybeStr;
+use sinew_http::json::{self, MaybeStr, Object};
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
@@ -67,9 +67,10 @@ impl AnthropicEvents {
     ) -> Result<Option<AssistantMessage>, ProviderError> {
         // Text, thinking and tool-input deltas (one per streamed token) are read into typed,
         // borrowed fields; every other event, and a delta those do not cover, whole.
-        if let Ok(head) = serde_json::from_str::<DeltaEvent<'_>>(&event.data)
+        if json::is_object(event.data.as_bytes())
+            && let Ok(head) = serde_json::from_str::<DeltaEvent<'_>>(&event.data)
             && head.kind.as_str().unwrap_or(event.event.as_str()) == "content_block_delta"
-            && let (Some(index), Some(delta)) = (head.index, &head.delta)
+            && let (Some(index), Some(delta)) = (head.index, &head.delta.0)
             && let Some(kind) = delta.kind.as_str()
             && let Some(piece) = delta.piece(kind)
             && self.piece(index as usize, kind, piece, out)?
@@ -244,7 +245,7 @@ struct DeltaEvent<'a> {
     #[serde(default)]
     index: Option<u64>,
     #[serde(default, borrow)]
-    delta: Option<DeltaFields<'a>>,
+    delta: Object<DeltaFields<'a>>,
 }
 
 #[derive(Deserialize)]

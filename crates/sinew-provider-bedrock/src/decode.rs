@@ -12,7 +12,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::json::MaybeStr;
+use sinew_http::json::{self, MaybeStr, Object};
 use sinew_http::{StreamDecoder, excerpt};
 
 use crate::eventstream::{Frame, FrameDecoder};
@@ -105,8 +105,9 @@ impl BedrockDecoder {
         // fields; every other frame, and a delta those do not cover, whole.
         if !matches!(frame.header_str(":message-type"), Some("exception" | "error"))
             && frame.header_str(":event-type") == Some("contentBlockDelta")
+            && json::is_object(&frame.payload)
             && let Ok(head) = serde_json::from_slice::<BlockDelta<'_>>(&frame.payload)
-            && let Some(delta) = &head.delta
+            && let Some(delta) = &head.delta.0
         {
             let wire_index = head.content_block_index.unwrap_or(0);
             if let Some(text) = delta.text.as_str() {
@@ -114,7 +115,7 @@ impl BedrockDecoder {
                 self.text_delta(wire_index, text, out);
                 return Ok(());
             }
-            if let Some(input) = delta.tool_use.as_ref().and_then(|t| t.input.as_str()) {
+            if let Some(input) = delta.tool_use.0.as_ref().and_then(|t| t.input.as_str()) {
                 self.start(out);
                 self.tool_input_delta(wire_index, input, out);
                 return Ok(());
@@ -325,7 +326,7 @@ struct BlockDelta<'a> {
     #[serde(default)]
     content_block_index: Option<u64>,
     #[serde(default, borrow)]
-    delta: Option<DeltaFields<'a>>,
+    delta: Object<DeltaFields<'a>>,
 }
 
 #[derive(Deserialize)]
@@ -334,7 +335,7 @@ struct DeltaFields<'a> {
     #[serde(default, borrow)]
     text: MaybeStr<'a>,
     #[serde(default, borrow)]
-    tool_use: Option<ToolUseDelta<'a>>,
+    tool_use: Object<ToolUseDelta<'a>>,
 }
 
 #[derive(Deserialize)]

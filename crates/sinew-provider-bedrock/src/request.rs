@@ -136,8 +136,8 @@ pub fn build_request(
         config.endpoint.trim_end_matches('/'),
         encode_path_segment(request.model)
     );
-    let mut http =
-        HttpRequest::post_json(url, body(request).to_string()).header("accept", "application/vnd.amazon.eventstream");
+    let mut http = HttpRequest::post_json(url, sinew_http::json::bytes(&body(request)))
+        .header("accept", "application/vnd.amazon.eventstream");
     match &config.auth {
         BedrockAuth::ApiKey(key) => http.headers.push(("authorization".into(), format!("Bearer {}", key.0))),
         BedrockAuth::SigV4(provider) => {

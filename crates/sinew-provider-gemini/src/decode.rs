@@ -13,9 +13,10 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde::de::{MapAccess, Visitor};
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::json::{self, MaybeStr, Object};
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 
@@ -64,17 +65,20 @@ impl SseHandler for GeminiEvents {
         if data.is_empty() {
             return Ok(None);
         }
-        let invalid =
-            |e: serde_json::Error| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data)));
-        // Vertex may wrap the chunk in a one-element array.
-        let chunk: Chunk<'_> = if data.starts_with('[') {
-            let mut chunks: Vec<Chunk<'_>> = serde_json::from_str(data).map_err(invalid)?;
-            match chunks.len() {
-                1 => chunks.swap_remove(0),
-                _ => Chunk::default(),
+        // Read typed where the chunk has the expected shape; read whole (and looked up as before)
+        // where it has not, such as Vertex's chunk wrapped in a one-element array.
+        let whole: Value;
+        let chunk = match json::is_object(data.as_bytes()).then(|| serde_json::from_str::<Chunk<'_>>(data).ok()) {
+            Some(Some(chunk)) => chunk,
+            _ => {
+                whole = match serde_json::from_str(data)
+                    .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?
+                {
+                    Value::Array(mut items) if items.len() == 1 => items.swap_remove(0),
+                    other => other,
+                };
+                Chunk::of(&whole)
             }
-        } else {
-            serde_json::from_str(data).map_err(invalid)?
         };
         if chunk.error.0 {
             return Err(stream_error(data));
@@ -82,21 +86,21 @@ impl SseHandler for GeminiEvents {
         if !std::mem::replace(&mut self.started, true) {
             out.push(StreamEvent::Start);
         }
-        if let Some(model) = chunk.model_version.filter(|m| !m.is_empty()) {
-            model.as_ref().clone_into(&mut self.message.model);
+        if let Some(model) = chunk.model_version.as_str().filter(|m| !m.is_empty()) {
+            model.clone_into(&mut self.message.model);
         }
-        if let Some(usage) = &chunk.usage_metadata {
+        if let Some(usage) = &chunk.usage_metadata.0 {
             self.usage(usage);
         }
-        if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
+        if let Some(reason) = chunk.prompt_feedback.0.as_ref().and_then(|f| f.block_reason.as_str()) {
             return Err(ProviderError::Api { status: None, message: format!("the prompt was blocked: {reason}") });
         }
         let Some(candidate) = chunk.candidates.0 else { return Ok(None) };
-        for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+        for part in candidate.content.0.map(|c| c.parts).unwrap_or_default() {
             self.part(part, out)?;
         }
-        if let Some(reason) = candidate.finish_reason {
-            self.finish_reason = Some(reason.into_owned());
+        if let Some(reason) = candidate.finish_reason.as_str() {
+            self.finish_reason = Some(reason.to_owned());
         }
         Ok(None)
     }
@@ -237,7 +241,7 @@ impl GeminiEvents {
                 index,
                 id: Some(id),
                 name: Some(name),
-                delta: arguments.to_string(),
+                delta: sinew_http::json::text(&arguments),
             }));
         }
         Ok(())
@@ -260,7 +264,7 @@ impl GeminiEvents {
     /// Ends a streamed call: its arguments are complete, and go out as one delta.
     fn close_streaming_call(&mut self, out: &mut Vec<StreamEvent>) {
         let Some(call) = self.streaming_call.take() else { return };
-        let delta = call.arguments.to_string();
+        let delta = sinew_http::json::text(&call.arguments);
         if let Some(Content::ToolCall { arguments, .. }) = self.message.content.get_mut(call.content_index) {
             *arguments = call.arguments;
         }
@@ -274,24 +278,63 @@ impl GeminiEvents {
 }
 
 /// One streamed `GenerateContentResponse`, read without building a JSON tree: only what the
-/// decoder uses is read, texts borrowed from the chunk where they have no escapes.
+/// decoder uses is read, texts borrowed from the chunk where they have no escapes. A field of
+/// another shape than these fails the typed reading, and the chunk is read whole ([`Chunk::of`]).
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Chunk<'a> {
     #[serde(default)]
     error: Present,
     #[serde(default, borrow)]
-    model_version: Option<Cow<'a, str>>,
+    model_version: MaybeStr<'a>,
     #[serde(default)]
-    usage_metadata: Option<UsageMetadata>,
+    usage_metadata: Object<UsageMetadata>,
     #[serde(default, borrow)]
-    prompt_feedback: Option<PromptFeedback<'a>>,
+    prompt_feedback: Object<PromptFeedback<'a>>,
     /// The first candidate: sinew asks for one.
     #[serde(default, borrow)]
     candidates: FirstCandidate<'a>,
 }
 
-/// The first element of `candidates`, the others skipped.
+impl<'a> Chunk<'a> {
+    /// The chunk read from its JSON tree, as the typed reading reads it: what is missing or of
+    /// another shape is nothing.
+    fn of(value: &'a Value) -> Chunk<'a> {
+        let text = |v: &'a Value| MaybeStr(v.as_str().map(Cow::Borrowed));
+        let usage = value.get("usageMetadata").filter(|u| u.is_object()).map(|u| {
+            let n = |k: &str| u[k].as_u64().unwrap_or(0);
+            UsageMetadata {
+                prompt_token_count: n("promptTokenCount"),
+                cached_content_token_count: n("cachedContentTokenCount"),
+                candidates_token_count: n("candidatesTokenCount"),
+                thoughts_token_count: n("thoughtsTokenCount"),
+                tool_use_prompt_token_count: n("toolUsePromptTokenCount"),
+                total_token_count: n("totalTokenCount"),
+            }
+        });
+        let candidate = &value["candidates"][0];
+        Chunk {
+            error: Present(value.get("error").is_some()),
+            model_version: text(&value["modelVersion"]),
+            usage_metadata: Object(usage),
+            prompt_feedback: Object(Some(PromptFeedback {
+                block_reason: text(&value["promptFeedback"]["blockReason"]),
+            })),
+            candidates: FirstCandidate(candidate.is_object().then(|| {
+                Candidate {
+                    content: Object(
+                        candidate["content"]["parts"]
+                            .as_array()
+                            .map(|parts| CandidateContent { parts: parts.iter().map(PartIn::of).collect() }),
+                    ),
+                    finish_reason: text(&candidate["finishReason"]),
+                }
+            })),
+        }
+    }
+}
+
+/// The first element of `candidates`, the others skipped; `null` is none.
 #[derive(Default)]
 struct FirstCandidate<'a>(Option<Candidate<'a>>);
 
@@ -303,9 +346,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for FirstCandidate<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a list of candidates")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = seq.next_element()?;
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Object<Candidate<'de>>>()?.and_then(|c| c.0);
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(FirstCandidate(first))
             }
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
@@ -322,7 +365,7 @@ struct Present(bool);
 
 impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+        IgnoredAny::deserialize(deserializer).map(|_| Present(true))
     }
 }
 
@@ -330,7 +373,7 @@ impl<'de> Deserialize<'de> for Present {
 #[serde(rename_all = "camelCase")]
 struct PromptFeedback<'a> {
     #[serde(default, borrow)]
-    block_reason: Option<Cow<'a, str>>,
+    block_reason: MaybeStr<'a>,
 }
 
 #[derive(Default, Deserialize)]
@@ -354,9 +397,9 @@ struct UsageMetadata {
 #[serde(rename_all = "camelCase")]
 struct Candidate<'a> {
     #[serde(default)]
-    content: Option<CandidateContent>,
+    content: Object<CandidateContent>,
     #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: MaybeStr<'a>,
 }
 
 #[derive(Deserialize)]
@@ -378,6 +421,33 @@ struct PartIn {
 }
 
 impl PartIn {
+    /// A part read from its JSON tree: a part that is no object is an empty one.
+    fn of(value: &Value) -> PartIn {
+        let mut part = PartIn::default();
+        for (key, value) in value.as_object().into_iter().flatten() {
+            part.insert(key, value.clone());
+        }
+        part
+    }
+
+    /// Takes one key of the part; a key given twice keeps its last value, as a JSON tree does.
+    fn insert(&mut self, key: &str, value: Value) {
+        match (key, value) {
+            ("text", Value::String(text)) => {
+                self.text = Some(text);
+                self.other.remove("text");
+            }
+            ("text", value) => {
+                self.text = None;
+                self.other.insert("text".to_owned(), value);
+            }
+            ("functionCall", value) => self.function_call = Some(value),
+            ("thought", value) => self.thought = Some(value),
+            ("thoughtSignature", value) => self.thought_signature = Some(value),
+            (key, value) => drop(self.other.insert(key.to_owned(), value)),
+        }
+    }
+
     /// The part as it came (for one without a text or a function call).
     fn into_object(self) -> Map<String, Value> {
         let mut object = self.other;
@@ -400,16 +470,9 @@ impl<'de> Deserialize<'de> for PartIn {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PartIn, A::Error> {
                 let mut part = PartIn::default();
-                while let Some(key) = map.next_key::<sinew_http::json::MaybeStr<'de>>()? {
-                    let key = key.0.unwrap_or_default();
+                while let Some(key) = map.next_key::<MaybeStr<'de>>()? {
                     let value: Value = map.next_value()?;
-                    match (key.as_ref(), value) {
-                        ("text", Value::String(text)) => part.text = Some(text),
-                        ("functionCall", value) => part.function_call = Some(value),
-                        ("thought", value) => part.thought = Some(value),
-                        ("thoughtSignature", value) => part.thought_signature = Some(value),
-                        (_, value) => drop(part.other.insert(key.into_owned(), value)),
-                    }
+                    part.insert(key.as_str().unwrap_or_default(), value);
                 }
                 Ok(part)
             }

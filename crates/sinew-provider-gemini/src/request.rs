@@ -73,7 +73,8 @@ pub fn build_request(config: &GeminiConfig, request: &StreamRequest<'_>) -> Http
     }
     let path = format!("/{}:streamGenerateContent", request.model);
     let url = url_with_query(&config.models_url, &path, &[("alt".into(), "sse".into())]);
-    let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
+    let mut http = HttpRequest::post_json(url, sinew_http::json::bytes(&body(config, request)))
+        .header("accept", "text/event-stream");
     config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
     http

@@ -572,7 +572,7 @@ fn assistant_turn<'a>(config: &'a OpenAiChatConfig, message: &'a AssistantMessag
         .map(|c| WireCall {
             id: c.id,
             kind: "function",
-            function: WireCallFunction { name: c.name, arguments: c.arguments.to_string() },
+            function: WireCallFunction { name: c.name, arguments: sinew_http::json::text(c.arguments) },
         })
         .collect();
     if text.is_empty() && calls.is_empty() {

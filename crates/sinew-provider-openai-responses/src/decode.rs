@@ -9,7 +9,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::json::MaybeStr;
+use sinew_http::json::{self, MaybeStr};
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
@@ -58,8 +58,16 @@ impl SseHandler for ResponsesEvents {
             ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, excerpt(data)))
         };
         // Deltas, one per streamed token, are read into a typed head without a JSON tree; the
-        // other events, a few per response, whole.
-        let head: Head<'_> = serde_json::from_str(data).map_err(invalid)?;
+        // other events (a few per response), and any whose head is of another shape, whole.
+        let typed = json::is_object(data.as_bytes()).then(|| serde_json::from_str::<Head<'_>>(data).ok()).flatten();
+        let whole: Value;
+        let (head, payload) = match typed {
+            Some(head) if DELTAS.contains(&head.kind.as_str().unwrap_or(event.event.as_str())) => (head, None),
+            _ => {
+                whole = serde_json::from_str(data).map_err(invalid)?;
+                (Head::of(&whole), Some(&whole))
+            }
+        };
         let kind = head.kind.as_str().unwrap_or(event.event.as_str());
         if !std::mem::replace(&mut self.started, true) {
             out.push(StreamEvent::Start);
@@ -114,10 +122,16 @@ impl SseHandler for ResponsesEvents {
                     done.clone_into(&mut item.arguments);
                 }
             }
-            kind => return self.whole_event(kind, data, out),
+            // Not a delta: read whole above.
+            kind => {
+                if let Some(payload) = payload {
+                    return self.whole_event(kind, payload, data, out);
+                }
+            }
         }
         Ok(None)
     }
+
     fn end(&mut self, _: &mut Vec<StreamEvent>) -> Result<AssistantMessage, ProviderError> {
         Err(ProviderError::Protocol("the stream ended before response.completed".into()))
     }
@@ -138,22 +152,21 @@ impl ResponsesEvents {
     fn whole_event(
         &mut self,
         kind: &str,
+        payload: &Value,
         data: &str,
         out: &mut Vec<StreamEvent>,
     ) -> Result<Option<AssistantMessage>, ProviderError> {
-        let payload: Value = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Protocol(format!("invalid json in `{kind}` event: {e}: {}", excerpt(data))))?;
         match kind {
             "response.created" | "response.in_progress" => self.response_model(&payload["response"]),
-            "response.output_item.added" => self.item_added(&payload, out),
-            "response.output_item.done" => self.item_done(&payload, data)?,
+            "response.output_item.added" => self.item_added(payload, out),
+            "response.output_item.done" => self.item_done(payload, data)?,
             "response.completed" | "response.incomplete" => return self.completed(&payload["response"]).map(Some),
             "response.failed" => {
                 let response = &payload["response"];
                 return Err(failure(&response["error"]));
             }
             "error" => {
-                let error = if payload["error"].is_object() { &payload["error"] } else { &payload };
+                let error = if payload["error"].is_object() { &payload["error"] } else { payload };
                 return Err(failure(error));
             }
             // Lifecycle events of server tools, annotations, content parts: nothing to model.
@@ -161,9 +174,7 @@ impl ResponsesEvents {
         }
         Ok(None)
     }
-}
 
-impl ResponsesEvents {
     fn response_model(&mut self, response: &Value) {
         if let Some(model) = response["model"].as_str().filter(|m| !m.is_empty()) {
             model.clone_into(&mut self.message.model);
@@ -268,6 +279,16 @@ impl ResponsesEvents {
     }
 }
 
+/// The events read from a typed head alone, one per streamed token (or per summary part).
+const DELTAS: [&str; 6] = [
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+    "response.function_call_arguments.delta",
+];
+
 /// What every event is read for first: its type, and the fields of the deltas.
 #[derive(Deserialize)]
 struct Head<'a> {
@@ -279,6 +300,19 @@ struct Head<'a> {
     delta: MaybeStr<'a>,
     #[serde(default, borrow)]
     arguments: MaybeStr<'a>,
+}
+
+impl<'a> Head<'a> {
+    /// The head of an event read whole, as the typed reading reads it.
+    fn of(payload: &'a Value) -> Head<'a> {
+        let text = |field: &str| MaybeStr(payload[field].as_str().map(std::borrow::Cow::Borrowed));
+        Head {
+            kind: text("type"),
+            output_index: payload["output_index"].as_u64(),
+            delta: text("delta"),
+            arguments: text("arguments"),
+        }
+    }
 }
 
 fn reasoning_text(item: &Value) -> String {

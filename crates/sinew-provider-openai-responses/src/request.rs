@@ -93,7 +93,8 @@ pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> H
         );
     }
     let url = url_with_query(&config.base_url, "/responses", &config.query);
-    let mut http = HttpRequest::post_json(url, body(config, request).to_string()).header("accept", "text/event-stream");
+    let mut http = HttpRequest::post_json(url, sinew_http::json::bytes(&body(config, request)))
+        .header("accept", "text/event-stream");
     config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
     http
@@ -277,8 +278,7 @@ fn assistant_items(config: &ResponsesConfig, message: &AssistantMessage, items: 
                 items.push(item);
             }
             Content::ToolCall { id, name, arguments, signature } => {
-                let mut item =
-                    json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments.to_string()});
+                let mut item = json!({"type": "function_call", "call_id": id, "name": name, "arguments": sinew_http::json::text(arguments)});
                 if let Some(item_id) = signature.as_ref().filter(|id| ours && id.starts_with("fc")) {
                     item["id"] = item_id.as_str().into();
                 }

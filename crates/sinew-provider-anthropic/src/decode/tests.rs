@@ -211,3 +211,40 @@ fn pause_turn_is_its_own_stop_reason() {
     let events = decode(&stream);
     assert_eq!(terminal(&events).0.stop_reason, StopReason::PauseTurn);
 }
+
+/// Deltas read on the typed path and those read whole give what a JSON tree gives: a delta that is
+/// an array is nothing (not a text read by position), a text delta on a block sinew does not model
+/// is kept in it, and a signature follows thinking read on the typed path.
+#[test]
+fn deltas_of_every_shape_read_as_a_json_tree_reads_them() {
+    let stream = [
+        start(),
+        frame(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}})),
+        frame(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}})),
+        frame(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}})),
+        frame(json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})),
+        frame(json!({"type": "content_block_delta", "index": 1, "delta": ["text_delta", "by position"]})),
+        frame(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": 5}})),
+        frame(json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "ok"}})),
+        frame(json!({"type": "content_block_start", "index": 2, "content_block": {"type": "mystery", "text": "a"}})),
+        frame(json!({"type": "content_block_delta", "index": 2, "delta": {"type": "text_delta", "text": "b"}})),
+        frame(json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let events = decode(&stream);
+    let (message, error) = terminal(&events);
+    assert_eq!(error, None);
+    assert_eq!(
+        message.content,
+        [
+            Content::Thinking { thinking: "hm".into(), signature: Some("sig".into()), redacted: false, id: None },
+            Content::text("ok"),
+            Content::Opaque { provider: PROVIDER_ID.into(), data: json!({"type": "mystery", "text": "ab"}) },
+        ]
+    );
+    // A top-level array named as a delta is an event without an index, as before.
+    let array = format!("{}event: content_block_delta\ndata: [0, {{\"text\": \"hi\"}}]\n\n", start());
+    let events = decode(&array);
+    let (_, error) = terminal(&events);
+    assert!(error.is_some_and(|e| e.to_string().contains("without index")), "{events:?}");
+}

@@ -29,6 +29,24 @@ fn message_stop_without_metadata_completes_at_the_end_of_the_body() {
     assert_eq!(message.tool_calls().next().unwrap().arguments, &json!({"a": 1}));
 }
 
+/// Text deltas read on the typed path and those read whole give what a JSON tree gives: padding
+/// is skipped, an index of another type is block 0, a payload that is an array is nothing.
+#[test]
+fn deltas_of_every_shape_read_as_a_json_tree_reads_them() {
+    let bytes = [
+        event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": {"text": "a"}, "p": "abcdefgh"})),
+        event_frame("contentBlockDelta", &json!({"contentBlockIndex": "0", "delta": {"text": "b"}})),
+        event_frame("contentBlockDelta", &json!([0, {"text": "by position"}])),
+        event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": [{"text": "by position"}]})),
+        event_frame("contentBlockDelta", &json!({"contentBlockIndex": 0, "delta": {"text": 5}})),
+        event_frame("messageStop", &json!({"stopReason": "end_turn"})),
+    ]
+    .concat();
+    let events = decode(&bytes);
+    let Some(StreamEvent::Done(message)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(message.content, [Content::text("ab")]);
+}
+
 #[test]
 fn exceptions_map_by_type() {
     let cases = [

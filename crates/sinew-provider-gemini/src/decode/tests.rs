@@ -177,6 +177,54 @@ fn odd_but_valid_shapes_are_read_as_before() {
     assert_eq!(message.content, [Content::Opaque { provider: "google".into(), data: odd }, Content::text("hi")]);
 }
 
+/// Chunks of valid JSON whose fields are not of the shapes Gemini sends change nothing, as
+/// lookups into the JSON tree found nothing in them: no error, no content, no usage, no block.
+#[test]
+fn chunks_of_other_shapes_change_nothing() {
+    let odd = [
+        "42",
+        "null",
+        r#""x""#,
+        "[1, 2]",
+        "[[1]]",
+        r#"{"candidates": {}}"#,
+        r#"{"candidates": "x"}"#,
+        r#"{"candidates": [null]}"#,
+        r#"{"candidates": [["text"]]}"#,
+        r#"{"candidates": [{"content": {"parts": null}}]}"#,
+        r#"{"candidates": [{"content": {"parts": [42, "x", null]}}]}"#,
+        r#"{"candidates": [{"content": ["parts"], "finishReason": 3}]}"#,
+        r#"{"usageMetadata": null}"#,
+        r#"{"usageMetadata": ["promptTokenCount", 10]}"#,
+        r#"{"promptFeedback": ["SAFETY"]}"#,
+        r#"{"promptFeedback": {"blockReason": 1}, "modelVersion": 7}"#,
+    ];
+    for chunk in odd {
+        let stream =
+            format!("data: {chunk}\n\ndata: {}\n\ndata: {}\n\n", parts(json!([{"text": "hi"}])), finish("STOP"));
+        let events = decoder("google", "m").decode_all([stream.as_bytes()]);
+        let message = done(&events);
+        assert_eq!(message.content, [Content::text("hi")], "{chunk}");
+        assert_eq!((message.model.as_str(), message.usage.input), ("m", 6), "{chunk}");
+    }
+}
+
+/// Odd usage counts read as 0 (the chunk is read whole), and a key given twice keeps its last
+/// value, as in a JSON tree.
+#[test]
+fn odd_counts_and_repeated_keys_read_as_a_json_tree_reads_them() {
+    let usage = json!({"candidates": [{"content": {"parts": []}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": -1, "totalTokenCount": 1.5}});
+    let twice = r#"{"candidates": [{"content": {"parts": [{"text": "a", "text": 5}, {"text": 5, "text": "b"}]}}]}"#;
+    let stream = format!("data: {twice}\n\ndata: {usage}\n\n");
+    let message = done(&decoder("google", "m").decode_all([stream.as_bytes()]));
+    assert_eq!(
+        message.content,
+        [Content::Opaque { provider: "google".into(), data: json!({"text": 5}) }, Content::text("b")]
+    );
+    assert_eq!((message.usage.input, message.usage.output, message.usage.total_tokens), (10, 0, 10));
+}
+
 proptest! {
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {

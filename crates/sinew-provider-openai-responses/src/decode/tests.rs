@@ -24,6 +24,34 @@ fn call_added() -> Value {
         "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": ""}})
 }
 
+/// Events whose fields are of other shapes than expected read as a JSON tree reads them: an odd
+/// `output_index` on an event that needs none changes nothing, a payload that is not an object
+/// takes its type from the event's name.
+#[test]
+fn events_of_other_shapes_read_as_a_json_tree_reads_them() {
+    let message_added = json!({"type": "response.output_item.added", "output_index": 0,
+        "item": {"type": "message", "id": "msg_1", "content": []}});
+    let stream = [
+        "event: response.created\ndata: {\"type\": \"response.created\", \"output_index\": -1, \"response\": {\"model\": \"gpt-x\"}}\n\n".to_owned(),
+        event(message_added),
+        event(json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"})),
+        event(json!({"type": "response.output_text.delta", "output_index": 0, "delta": {"text": "odd"}})),
+        "event: response.in_progress\ndata: 42\n\n".to_owned(),
+        event(completed("completed", None)),
+    ]
+    .concat();
+    let events = decoder("openai_responses", "m").decode_all([stream.as_bytes()]);
+    let Some(StreamEvent::Done(message)) = events.last() else { panic!("{events:?}") };
+    assert_eq!((message.model.as_str(), message.text()), ("gpt-x", "Hi".to_owned()));
+    // A delta whose output index is of another type names no item: an error, as before.
+    let odd = [event(json!({"type": "response.output_text.delta", "output_index": "0", "delta": "x"}))].concat();
+    let events = decoder("openai_responses", "m").decode_all([odd.as_bytes()]);
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error, .. }) if error.to_string().contains("never added")),
+        "{events:?}"
+    );
+}
+
 #[test]
 fn argument_deltas_are_checked_against_done_which_wins() {
     let events = decode(&[
