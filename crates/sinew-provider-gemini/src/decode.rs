@@ -5,7 +5,9 @@
 //! `thoughtSignature` is kept on the part it came with (or, on an empty text part, on the block
 //! it follows), since Gemini rejects the next turn without it. Function calls come whole, or on
 //! Vertex streamed: a `functionCall` with `willContinue`, then `partialArgs` (values set at a
-//! `jsonPath`, strings possibly in pieces), then an empty `functionCall` closing it. Calls
+//! `jsonPath`, strings possibly in pieces), then an empty `functionCall` closing it (arguments
+//! may still follow for it: the call ends for good when anything else comes, and its arguments go
+//! out as one delta then). Calls
 //! without an id get one (`google-fc-{index}-{suffix}`, `vertex-fc-...`), unique across a
 //! conversation. There is no end marker: the message is complete when the body ends after a
 //! `finishReason`.
@@ -42,6 +44,9 @@ pub fn decoder(provider: &str, model: &str) -> GeminiDecoder {
 struct StreamingCall {
     content_index: usize,
     arguments: Value,
+    /// A `{}` said the call ended; it ends for good when something else comes (Vertex may still
+    /// send arguments for it), and its arguments go out as one delta then.
+    closed: bool,
 }
 
 /// The Gemini reading of server-sent events (see [`SseHandler`]).
@@ -154,7 +159,11 @@ impl GeminiEvents {
         let signature = part.thought_signature.as_ref().and_then(Value::as_str).map(str::to_owned);
         if let Some(call) = &part.function_call {
             return self.function_call(call, signature, out);
-        } else if let Some(text) = part.text {
+        }
+        if self.streaming_call.as_ref().is_some_and(|c| c.closed) {
+            self.close_streaming_call(out);
+        }
+        if let Some(text) = part.text {
             if text.is_empty() {
                 // An empty part carrying a signature signs the block it follows.
                 if let (Some(signature), Some(index)) = (signature, self.blocks.open_index()) {
@@ -202,8 +211,13 @@ impl GeminiEvents {
                         apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
                     }
                 }
-                // `{}` closes a streamed call; one that says it continues does not.
-                None if !will_continue => self.close_streaming_call(out),
+                // `{}` closes a streamed call (for good once something else comes); one that says
+                // it continues does not.
+                None if !will_continue => {
+                    if let Some(call) = &mut self.streaming_call {
+                        call.closed = true;
+                    }
+                }
                 None => {}
             }
             return Ok(());
@@ -230,7 +244,7 @@ impl GeminiEvents {
                 name: Some(name),
                 delta: String::new(),
             }));
-            let mut streaming = StreamingCall { content_index: index, arguments };
+            let mut streaming = StreamingCall { content_index: index, arguments, closed: false };
             // The call's first chunk may already carry arguments.
             for arg in partial_args.into_iter().flatten() {
                 apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
@@ -254,7 +268,8 @@ impl GeminiEvents {
             && let Some(index) = self.message.content.len().checked_sub(1)
             && let Some(Content::ToolCall { arguments, .. }) = self.message.content.get(index)
         {
-            self.streaming_call = Some(StreamingCall { content_index: index, arguments: arguments.clone() });
+            self.streaming_call =
+                Some(StreamingCall { content_index: index, arguments: arguments.clone(), closed: false });
         }
         self.streaming_call
             .as_mut()

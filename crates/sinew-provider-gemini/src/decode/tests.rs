@@ -108,15 +108,27 @@ fn a_call_that_continues_stays_one_call() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!((calls[0].name, calls[0].arguments), ("f", &json!({"path": "src/main.rs", "lines": 10})));
     assert_eq!(message.stop_reason, StopReason::ToolUse);
-    // Arguments that arrive after an early `{}` still belong to the last call.
-    let message = done(&decode(&[
+    // Arguments that arrive after an early `{}` still belong to the last call, and its argument
+    // deltas add up to its arguments, once.
+    let early = decode(&[
         parts(json!([{"functionCall": {"name": "g", "willContinue": true}}])),
         parts(json!([{"functionCall": {}}])),
         parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "numberValue": 1}]}}])),
+        parts(json!([{"text": "Done."}])),
         finish("STOP"),
-    ]));
+    ]);
+    let message = done(&early);
     let calls: Vec<_> = message.tool_calls().collect();
     assert_eq!((calls.len(), calls[0].arguments), (1, &json!({"x": 1})));
+    let deltas: String = early
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Delta(StreamDelta::ToolCall { delta, .. }) => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, r#"{"x":1}"#);
+    assert_eq!(message.text(), "Done.");
     // Arguments for no call at all are a protocol error, not a nameless call.
     let events = decode(&[
         parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "numberValue": 1}]}}])),
