@@ -25,6 +25,12 @@ use crate::request::{HttpRequest, redact_url};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// The most an HTTP/1 connection buffers of what it reads (hyper's default is about 400 KiB). A
+/// streamed answer arrives faster than it is decoded, and hyper grows a connection's buffer while
+/// reads fill it: with 100 agents at once, read buffers were 40% of the heap. A response's headers
+/// must fit in it.
+const MAX_READ_BUFFER: usize = 32 * 1024;
+
 /// One pooled HTTP/1.1 + HTTP/2 client. Cheap to clone: clones share the connection pool.
 ///
 /// Create one per application and hand it to every provider; a client per request pays a TCP and
@@ -199,6 +205,7 @@ impl HttpClientBuilder {
         let inner = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(self.pool_idle_timeout)
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
+            .http1_max_buf_size(MAX_READ_BUFFER)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .build(https);

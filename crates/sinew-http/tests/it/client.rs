@@ -304,3 +304,26 @@ async fn retries_are_logged_with_attempt_delay_and_error_and_secrets_never_are()
     assert!(logs.iter().all(|l| !l.contains("SECRET")), "{logs:#?}");
     assert!(logs.iter().any(|l| l.contains("key=****")), "{logs:#?}");
 }
+
+/// What a connection buffers of its reads is bounded (32 KiB): a body far larger still arrives
+/// whole, in pieces no larger than the bound; headers must fit in it, or the response is an error.
+#[tokio::test]
+async fn reads_are_buffered_within_a_bound() {
+    let big = "x".repeat(1 << 20);
+    let server = MockServer::scripted([
+        ServedResponse::sse(big.clone()).header("x-large", "h".repeat(8 * 1024)),
+        ServedResponse::sse("x").header("x-huge", "h".repeat(40 * 1024)),
+    ])
+    .await;
+    let client = HttpClient::new();
+    let mut response = client.send(&request(&server), &quick(0), &CancellationToken::new()).await.unwrap();
+    let (mut total, mut largest) = (0, 0);
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        total += chunk.len();
+        largest = largest.max(chunk.len());
+    }
+    assert_eq!(total, big.len());
+    assert!(largest <= 32 * 1024, "a chunk of {largest} bytes");
+    let error = client.send(&request(&server), &quick(0), &CancellationToken::new()).await.unwrap_err();
+    assert!(error.to_string().contains("too large"), "{error}");
+}
