@@ -25,11 +25,13 @@ use crate::request::{HttpRequest, redact_url};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The most an HTTP/1 connection buffers of what it reads (hyper's default is about 400 KiB). A
-/// streamed answer arrives faster than it is decoded, and hyper grows a connection's buffer while
-/// reads fill it: with 100 agents at once, read buffers were 40% of the heap. A response's headers
-/// must fit in it.
-const MAX_READ_BUFFER: usize = 32 * 1024;
+/// The most an HTTP/1 connection buffers (hyper's default is about 400 KiB; it bounds what is
+/// written at once too, and bodies go out whole anyway). A streamed answer arrives faster than it
+/// is decoded, and hyper grows a connection's read buffer while reads fill it: with 100 agents at
+/// once over HTTP/1, read buffers were 40% of the heap. HTTP/2 connections, which most services
+/// negotiate over TLS, are not concerned. A response's headers must fit in it: past it, the
+/// response is a protocol error, not retried.
+const MAX_BUFFER: usize = 32 * 1024;
 
 /// One pooled HTTP/1.1 + HTTP/2 client. Cheap to clone: clones share the connection pool.
 ///
@@ -88,6 +90,13 @@ impl HttpClient {
                 return Err(ProviderError::Network(
                     format!("no response from {} within {:?}", redact_url(&request.url), self.read_timeout).into(),
                 ));
+            }
+            Ok(Err(error)) if head_too_large(&error) => {
+                return Err(ProviderError::Protocol(format!(
+                    "the response of {} has headers larger than the {} KiB the client reads",
+                    redact_url(&request.url),
+                    MAX_BUFFER / 1024
+                )));
             }
             Ok(Err(error)) => {
                 return Err(ProviderError::Network(Failure::with_source(error_chain(&error), error)));
@@ -205,7 +214,7 @@ impl HttpClientBuilder {
         let inner = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(self.pool_idle_timeout)
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
-            .http1_max_buf_size(MAX_READ_BUFFER)
+            .http1_max_buf_size(MAX_BUFFER)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .build(https);
@@ -324,6 +333,18 @@ impl HttpResponse {
         }
         Ok(body.freeze())
     }
+}
+
+/// Whether hyper refused a response because its head did not fit in [`MAX_BUFFER`].
+fn head_too_large(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_parse_too_large) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 /// An error and its causes, `outer: inner: innermost`.

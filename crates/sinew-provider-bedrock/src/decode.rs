@@ -106,7 +106,9 @@ impl BedrockDecoder {
         if !matches!(frame.header_str(":message-type"), Some("exception" | "error"))
             && frame.header_str(":event-type") == Some("contentBlockDelta")
             && json::is_object(&frame.payload)
-            && let Ok(head) = serde_json::from_slice::<BlockDelta<'_>>(&frame.payload)
+            // Checked whole: the typed reading skips strings without checking their UTF-8.
+            && let Ok(text) = std::str::from_utf8(&frame.payload)
+            && let Ok(head) = serde_json::from_str::<BlockDelta<'_>>(text)
             && let Some(delta) = &head.delta.0
         {
             let wire_index = head.content_block_index.unwrap_or(0);

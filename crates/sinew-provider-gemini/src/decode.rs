@@ -6,11 +6,10 @@
 //! it follows), since Gemini rejects the next turn without it. Function calls come whole, or on
 //! Vertex streamed: a `functionCall` with `willContinue`, then `partialArgs` (values set at a
 //! `jsonPath`, strings possibly in pieces), then an empty `functionCall` closing it (arguments
-//! may still follow for it: the call ends for good when anything else comes, and its arguments go
-//! out as one delta then). Calls
-//! without an id get one (`google-fc-{index}-{suffix}`, `vertex-fc-...`), unique across a
-//! conversation. There is no end marker: the message is complete when the body ends after a
-//! `finishReason`.
+//! may still follow for it: the call ends for good when other content comes, and its arguments
+//! go out as one delta then). Calls without an id get one (`google-fc-{index}-{suffix}`,
+//! `vertex-fc-...`), unique across a conversation. There is no end marker: the message is
+//! complete when the body ends after a `finishReason`.
 
 use std::borrow::Cow;
 
@@ -160,9 +159,6 @@ impl GeminiEvents {
         if let Some(call) = &part.function_call {
             return self.function_call(call, signature, out);
         }
-        if self.streaming_call.as_ref().is_some_and(|c| c.closed) {
-            self.close_streaming_call(out);
-        }
         if let Some(text) = part.text {
             if text.is_empty() {
                 // An empty part carrying a signature signs the block it follows.
@@ -171,6 +167,7 @@ impl GeminiEvents {
                 }
                 return Ok(());
             }
+            self.end_closed_call(out);
             let index = if part.thought.as_ref().and_then(Value::as_bool) == Some(true) {
                 self.blocks.thinking(&mut self.message, text, out)
             } else {
@@ -183,6 +180,7 @@ impl GeminiEvents {
             // Code execution, inline data and parts added later: kept whole, sent back as is.
             let whole = part.into_object();
             if !whole.is_empty() && !whole.keys().all(|k| k == "thoughtSignature") {
+                self.end_closed_call(out);
                 self.blocks.close();
                 self.message
                     .content
@@ -255,14 +253,15 @@ impl GeminiEvents {
                 index,
                 id: Some(id),
                 name: Some(name),
-                delta: sinew_http::json::text(&arguments),
+                delta: json::text(&arguments),
             }));
         }
         Ok(())
     }
 
-    /// The call being streamed; after a `{}` that closed it too early, the last call again (its
-    /// arguments keep arriving for it: they name no other). Arguments for no call are an error.
+    /// The call being streamed (a `{}` that closed it leaves it open until other content comes);
+    /// else, for arguments after a call that came whole, that call again (they name no other; its
+    /// arguments go out again whole when it ends). Arguments for no call are an error.
     fn reopen_streaming_call(&mut self) -> Result<&mut StreamingCall, ProviderError> {
         if self.streaming_call.is_none()
             && let Some(index) = self.message.content.len().checked_sub(1)
@@ -276,10 +275,18 @@ impl GeminiEvents {
             .ok_or_else(|| ProviderError::Protocol("function call arguments before any function call".into()))
     }
 
+    /// Ends for good a streamed call a `{}` closed, before other content follows it (a part that
+    /// adds nothing leaves it open to arguments that may still come).
+    fn end_closed_call(&mut self, out: &mut Vec<StreamEvent>) {
+        if self.streaming_call.as_ref().is_some_and(|c| c.closed) {
+            self.close_streaming_call(out);
+        }
+    }
+
     /// Ends a streamed call: its arguments are complete, and go out as one delta.
     fn close_streaming_call(&mut self, out: &mut Vec<StreamEvent>) {
         let Some(call) = self.streaming_call.take() else { return };
-        let delta = sinew_http::json::text(&call.arguments);
+        let delta = json::text(&call.arguments);
         if let Some(Content::ToolCall { arguments, .. }) = self.message.content.get_mut(call.content_index) {
             *arguments = call.arguments;
         }

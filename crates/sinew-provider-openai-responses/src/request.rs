@@ -278,7 +278,8 @@ fn assistant_items(config: &ResponsesConfig, message: &AssistantMessage, items: 
                 items.push(item);
             }
             Content::ToolCall { id, name, arguments, signature } => {
-                let mut item = json!({"type": "function_call", "call_id": id, "name": name, "arguments": sinew_http::json::text(arguments)});
+                let arguments = sinew_http::json::text(arguments);
+                let mut item = json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments});
                 if let Some(item_id) = signature.as_ref().filter(|id| ours && id.starts_with("fc")) {
                     item["id"] = item_id.as_str().into();
                 }

@@ -306,7 +306,8 @@ async fn retries_are_logged_with_attempt_delay_and_error_and_secrets_never_are()
 }
 
 /// What a connection buffers of its reads is bounded (32 KiB): a body far larger still arrives
-/// whole, in pieces no larger than the bound; headers must fit in it, or the response is an error.
+/// whole, in pieces no larger than the bound; headers must fit in it, or the response is an error
+/// that says so, and is not retried.
 #[tokio::test]
 async fn reads_are_buffered_within_a_bound() {
     let big = "x".repeat(1 << 20);
@@ -324,6 +325,8 @@ async fn reads_are_buffered_within_a_bound() {
     }
     assert_eq!(total, big.len());
     assert!(largest <= 32 * 1024, "a chunk of {largest} bytes");
-    let error = client.send(&request(&server), &quick(0), &CancellationToken::new()).await.unwrap_err();
-    assert!(error.to_string().contains("too large"), "{error}");
+    let error = client.send(&request(&server), &quick(3), &CancellationToken::new()).await.unwrap_err();
+    assert!(error.to_string().contains("headers larger than the 32 KiB"), "{error}");
+    assert!(!error.is_retryable());
+    assert_eq!(server.requests().len(), 2, "the refused response was not asked for again");
 }

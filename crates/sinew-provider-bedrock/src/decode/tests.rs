@@ -45,6 +45,17 @@ fn deltas_of_every_shape_read_as_a_json_tree_reads_them() {
     let events = decode(&bytes);
     let Some(StreamEvent::Done(message)) = events.last() else { panic!("{events:?}") };
     assert_eq!(message.content, [Content::text("ab")]);
+    // Padding that is not UTF-8 is invalid JSON, read on either path.
+    let headers = [
+        (":event-type", HeaderValue::String("contentBlockDelta".into())),
+        (":message-type", HeaderValue::String("event".into())),
+    ];
+    let events =
+        decode(&encode(&headers, b"{\"contentBlockIndex\": 0, \"delta\": {\"text\": \"a\"}, \"p\": \"\xff\"}"));
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Error { error, .. }) if error.to_string().contains("invalid json")),
+        "{events:?}"
+    );
 }
 
 #[test]

@@ -113,6 +113,8 @@ fn a_call_that_continues_stays_one_call() {
     let early = decode(&[
         parts(json!([{"functionCall": {"name": "g", "willContinue": true}}])),
         parts(json!([{"functionCall": {}}])),
+        // Parts that add nothing leave it open.
+        parts(json!([{"text": "", "thoughtSignature": "c2ln"}, {}])),
         parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "numberValue": 1}]}}])),
         parts(json!([{"text": "Done."}])),
         finish("STOP"),
