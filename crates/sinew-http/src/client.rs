@@ -93,7 +93,7 @@ impl HttpClient {
             }
             Ok(Err(error)) if head_too_large(&error) => {
                 return Err(ProviderError::Protocol(format!(
-                    "the response of {} has headers larger than the {} KiB the client reads",
+                    "the response of {} has headers larger than the {} KiB the client reads, or too many",
                     redact_url(&request.url),
                     MAX_BUFFER / 1024
                 )));
@@ -335,11 +335,13 @@ impl HttpResponse {
     }
 }
 
-/// Whether hyper refused a response because its head did not fit in [`MAX_BUFFER`].
+/// Whether hyper refused a response because its head did not fit in [`MAX_BUFFER`] (or had too
+/// many headers). hyper names the case by a method only with its `server` feature, which a client
+/// does not build, so the parse error is recognised by its words.
 fn head_too_large(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(error) = cause {
-        if error.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_parse_too_large) {
+        if error.downcast_ref::<hyper::Error>().is_some_and(|e| e.is_parse() && e.to_string().contains("too large")) {
             return true;
         }
         cause = error.source();
