@@ -31,6 +31,15 @@ async fn recv<T>(receiver: &mut Receiver<T>) -> Option<T> {
     std::future::poll_fn(|cx| receiver.poll_recv(cx)).await
 }
 
+/// The next `n` events, in the order they are taken.
+async fn receive<T>(receiver: &mut Receiver<T>, n: usize) -> Vec<T> {
+    let mut got = Vec::with_capacity(n);
+    while got.len() < n {
+        got.push(recv(receiver).await.expect("the sender is there"));
+    }
+    got
+}
+
 #[tokio::test]
 async fn one_event_at_a_time_and_in_order() {
     let (sender, mut receiver) = handoff::<u32>();
@@ -39,13 +48,7 @@ async fn one_event_at_a_time_and_in_order() {
             sender.send(i).await.unwrap();
         }
     };
-    let receiving = async {
-        let mut got = Vec::new();
-        while got.len() < 3 {
-            got.push(recv(&mut receiver).await.unwrap());
-        }
-        got
-    };
+    let receiving = receive(&mut receiver, 3);
     let ((), got) = tokio::join!(sending, receiving);
     assert_eq!(got, [0, 1, 2]);
 }
@@ -75,13 +78,7 @@ async fn waiting_senders_take_turns_in_the_order_they_came() {
             }
         }
     };
-    let receiving = async {
-        let mut got = Vec::new();
-        while got.len() < 6 {
-            got.push(recv(&mut receiver).await.unwrap());
-        }
-        got
-    };
+    let receiving = receive(&mut receiver, 6);
     let ((), (), got) = futures::join!(branch(["a0", "a1", "a2"]), branch(["b0", "b1", "b2"]), receiving);
     let at = |name: &str| got.iter().position(|g| *g == name).unwrap();
     assert!(at("b0") < at("a2"), "b waited before a's third event: {got:?}");
@@ -98,10 +95,7 @@ async fn senders_of_other_tasks_are_woken() {
             tokio::spawn(async move { sender.send(i).await })
         })
         .collect();
-    let mut got = Vec::new();
-    while got.len() < 4 {
-        got.push(recv(&mut receiver).await.unwrap());
-    }
+    let mut got = receive(&mut receiver, 4).await;
     for task in tasks {
         assert_eq!(task.await.unwrap(), Ok(()));
     }
