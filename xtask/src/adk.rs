@@ -11,7 +11,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cargo, step, target_dir};
+use crate::{step, target_dir};
 
 /// The google-adk release whose JSON sinew-adk matches.
 const ADK_VERSION: &str = "2.13.0";
@@ -58,14 +58,18 @@ fn has_adk(python: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Writes sinew-adk's JSON and has adk-python validate every file.
-pub(crate) fn validate(root: &Path, python: &Path) -> Result<()> {
+/// Writes sinew-adk's JSON and has adk-python validate every file. `build` is a `cargo` command
+/// with the environment of the other steps: the example is built as the test step built it (the
+/// whole workspace, every feature), so nothing is compiled a second time.
+pub(crate) fn validate(root: &Path, python: &Path, mut build: Command) -> Result<()> {
     let out = target_dir()?.join("adk-wire");
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("clearing {}", out.display()))?;
     }
-    let mut write = cargo();
-    write.args(["run", "--quiet", "--package", "sinew-adk", "--example", "adk_wire", "--"]).arg(&out);
+    build.args(["build", "--quiet", "--workspace", "--all-features", "--example", "adk_wire"]);
+    step("build sinew-adk's adk_wire example", build)?;
+    let mut write = Command::new(target_dir()?.join("debug/examples/adk_wire"));
+    write.arg(&out);
     step("write sinew-adk's JSON", write)?;
 
     let script = root.join("crates/sinew-adk/tests/data/scripts/validate_adk_json.py");

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cargo, step, target_dir};
+use crate::{step, target_dir};
 
 struct Suite {
     node: PathBuf,
@@ -61,11 +61,13 @@ impl Suite {
     }
 }
 
-pub(crate) fn run(peers: &Path) -> Result<()> {
+/// Builds the client with `build` (a `cargo` command with the environment of the other steps: the
+/// example is built as the test step built it, the whole workspace with every feature, so nothing
+/// is compiled a second time) and runs both suites against it.
+pub(crate) fn run(peers: &Path, mut build: Command) -> Result<()> {
     let suite = Suite::locate(peers)?;
-    let mut build = cargo();
     build.env("SINEW_PEERS_DIR", peers);
-    build.args(["build", "--package", "sinew-mcp", "--example", "conformance_client"]);
+    build.args(["build", "--workspace", "--all-features", "--example", "conformance_client"]);
     step("build the conformance client", build)?;
     let client = target_dir()?.join("debug/examples/conformance_client");
     let client = client.to_str().context("the target dir is not UTF-8")?.to_owned();

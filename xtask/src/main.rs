@@ -40,9 +40,9 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
-        Some("adk") => adk::validate(&root, &adk::ensure_venv()?),
+        Some("adk") => adk::validate(&root, &adk::ensure_venv()?, cargo()),
         Some("conformance") => {
-            conformance::run(&setup::ensure_peers(&root)?)?;
+            conformance::run(&setup::ensure_peers(&root)?, cargo())?;
             adk_conformance::run(&root, &adk::ensure_venv()?, cargo())
         }
         Some("peers") => {
@@ -128,9 +128,9 @@ fn ci(root: &Path) -> Result<()> {
     tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);
     step("tests", tests)?;
 
-    conformance::run(&peers)?;
+    conformance::run(&peers, ci_cargo())?;
     adk_conformance::run(root, &adk_python, ci_cargo())?;
-    adk::validate(root, &adk_python)?;
+    adk::validate(root, &adk_python, ci_cargo())?;
 
     let mut doctests = ci_cargo();
     doctests.args(["test", "--workspace", "--all-features", "--doc"]);
