@@ -1,4 +1,5 @@
-//! `cargo xtask bench decode [events]`: every stream decoder over a large synthetic stream of its
+//! `cargo xtask bench decode [events] [--only NAME]`: every stream decoder (or the one named, to
+//! profile it alone) over a large synthetic stream of its
 //! protocol, fed in 16 KiB chunks as a socket would deliver them. Prints MB/s and ns per event.
 //!
 //! Each stream is a realistic answer: thinking, then text in one event per token, then a tool
@@ -153,7 +154,12 @@ fn bedrock(n: usize) -> Vec<u8> {
 }
 
 /// Decodes `bytes` `rounds` times; returns the best seconds per round.
-fn measure<D: StreamDecoder>(name: &str, bytes: &[u8], n: usize, make: impl Fn() -> D) {
+fn measure<D: StreamDecoder>(name: &str, stream: fn(usize) -> Vec<u8>, n: usize, make: impl Fn() -> D) {
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    if only.is_some_and(|only| only != name) {
+        return;
+    }
+    let bytes = &stream(n);
     let rounds = 5;
     let mut best = f64::MAX;
     let mut events = Vec::with_capacity(n + 16);
@@ -182,14 +188,11 @@ fn measure<D: StreamDecoder>(name: &str, bytes: &[u8], n: usize, make: impl Fn()
 }
 
 fn main() {
-    let n: usize =
-        std::env::args().skip(1).find(|a| !a.starts_with('-')).and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
     println!("decoding {n} text events per protocol, in {} KiB chunks (best of 5)", CHUNK / 1024);
-    measure("anthropic", &anthropic(n), n, || sinew::anthropic::decoder("claude"));
-    measure("openai-chat", &openai_chat(n), n, || sinew::openai::decoder("openai", "gpt"));
-    measure("openai-responses", &openai_responses(n), n, || {
-        sinew::openai_responses::decoder("openai_responses", "gpt-5")
-    });
-    measure("gemini", &gemini(n), n, || sinew::gemini::decoder("google", "gemini"));
-    measure("bedrock", &bedrock(n), n, || sinew::bedrock::decoder("amazon.nova"));
+    measure("anthropic", anthropic, n, || sinew::anthropic::decoder("claude"));
+    measure("openai-chat", openai_chat, n, || sinew::openai::decoder("openai", "gpt"));
+    measure("openai-responses", openai_responses, n, || sinew::openai_responses::decoder("openai_responses", "gpt-5"));
+    measure("gemini", gemini, n, || sinew::gemini::decoder("google", "gemini"));
+    measure("bedrock", bedrock, n, || sinew::bedrock::decoder("amazon.nova"));
 }
