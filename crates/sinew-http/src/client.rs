@@ -25,13 +25,16 @@ use crate::request::{HttpRequest, redact_url};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The most an HTTP/1 connection buffers (hyper's default is about 400 KiB; it bounds what is
-/// written at once too, and bodies go out whole anyway). A streamed answer arrives faster than it
-/// is decoded, and hyper grows a connection's read buffer while reads fill it: with 100 agents at
-/// once over HTTP/1, read buffers were 40% of the heap. HTTP/2 connections, which most services
-/// negotiate over TLS, are not concerned. A response's headers must fit in it: past it, the
-/// response is a protocol error, not retried.
-const MAX_BUFFER: usize = 32 * 1024;
+/// What an HTTP/1 connection reads into at a time, and so the most it buffers of a response: 16 KiB,
+/// fixed. hyper's default lets a buffer grow to about 400 KiB while reads fill it, and a streamed
+/// answer arrives faster than it is decoded: with 100 agents at once over HTTP/1, read buffers
+/// were 40% of the heap. A bound of 32 KiB that the buffer grew to still took about 78 KiB per
+/// connection (a buffer is replaced while body chunks split from it are alive); a fixed size
+/// takes 3-5 MB less at 100 agents and less CPU (`cargo xtask bench e2e --workload conc`).
+/// HTTP/2 connections, which most services negotiate over TLS, are not concerned. A response's
+/// headers must fit in it (services send 1-4 KiB): past it, the response is a protocol error, not
+/// retried.
+const READ_BUFFER: usize = 16 * 1024;
 
 /// One pooled HTTP/1.1 + HTTP/2 client. Cheap to clone: clones share the connection pool.
 ///
@@ -95,7 +98,7 @@ impl HttpClient {
                 return Err(ProviderError::Protocol(format!(
                     "the response of {} has headers larger than the {} KiB the client reads, or too many",
                     redact_url(&request.url),
-                    MAX_BUFFER / 1024
+                    READ_BUFFER / 1024
                 )));
             }
             Ok(Err(error)) => {
@@ -214,7 +217,7 @@ impl HttpClientBuilder {
         let inner = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(self.pool_idle_timeout)
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
-            .http1_max_buf_size(MAX_BUFFER)
+            .http1_read_buf_exact_size(READ_BUFFER)
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .build(https);
@@ -335,7 +338,7 @@ impl HttpResponse {
     }
 }
 
-/// Whether hyper refused a response because its head did not fit in [`MAX_BUFFER`] (or had too
+/// Whether hyper refused a response because its head did not fit in [`READ_BUFFER`] (or had too
 /// many headers). hyper names the case by a method only with its `server` feature, which a client
 /// does not build, so the parse error is recognised by its words.
 fn head_too_large(error: &(dyn std::error::Error + 'static)) -> bool {
