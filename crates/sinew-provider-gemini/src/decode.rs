@@ -43,8 +43,8 @@ pub fn decoder(provider: &str, model: &str) -> GeminiDecoder {
 struct StreamingCall {
     content_index: usize,
     arguments: Value,
-    /// A `{}` said the call ended; it ends for good when something else comes (Vertex may still
-    /// send arguments for it), and its arguments go out as one delta then.
+    /// A `{}` said the call ended, or it came whole; it ends for good when something else comes
+    /// (Vertex may still send arguments for it), and its arguments go out as one delta then.
     closed: bool,
 }
 
@@ -229,50 +229,36 @@ impl GeminiEvents {
             Some(Value::Object(args)) => Value::Object(args.clone()),
             _ => Value::Object(Map::new()),
         };
+        // The streamed call holds the arguments until it ends (see `close_streaming_call`).
         self.message.content.push(Content::ToolCall {
             id: id.clone(),
             name: name.clone(),
-            arguments: arguments.clone(),
+            arguments: Value::Object(Map::new()),
             signature,
         });
-        if will_continue {
-            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
-                index,
-                id: Some(id),
-                name: Some(name),
-                delta: String::new(),
-            }));
-            let mut streaming = StreamingCall { content_index: index, arguments, closed: false };
-            // The call's first chunk may already carry arguments.
-            for arg in partial_args.into_iter().flatten() {
-                apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
-            }
-            self.streaming_call = Some(streaming);
-        } else {
-            out.push(StreamEvent::Delta(StreamDelta::ToolCall {
-                index,
-                id: Some(id),
-                name: Some(name),
-                delta: json::text(&arguments),
-            }));
+        out.push(StreamEvent::Delta(StreamDelta::ToolCall {
+            index,
+            id: Some(id),
+            name: Some(name),
+            delta: String::new(),
+        }));
+        // A call that came whole is held as one a `{}` closed: arguments that still come for it
+        // (they name no call) join it, and its arguments go out as one delta when it ends.
+        let mut streaming = StreamingCall { content_index: index, arguments, closed: !will_continue };
+        // The call's first chunk may already carry arguments.
+        for arg in partial_args.into_iter().flatten() {
+            apply_partial_arg(&mut streaming.arguments, arg).map_err(ProviderError::Protocol)?;
         }
+        self.streaming_call = Some(streaming);
         Ok(())
     }
 
-    /// The call being streamed (a `{}` that closed it leaves it open until other content comes);
-    /// else, for arguments after a call that came whole, that call again (they name no other; its
-    /// arguments go out again whole when it ends). Arguments for no call are an error.
+    /// The call being streamed, or one a `{}` closed or that came whole, until other content
+    /// ends it. Arguments for no call are an error.
     fn reopen_streaming_call(&mut self) -> Result<&mut StreamingCall, ProviderError> {
-        if self.streaming_call.is_none()
-            && let Some(index) = self.message.content.len().checked_sub(1)
-            && let Some(Content::ToolCall { arguments, .. }) = self.message.content.get(index)
-        {
-            self.streaming_call =
-                Some(StreamingCall { content_index: index, arguments: arguments.clone(), closed: false });
-        }
         self.streaming_call
             .as_mut()
-            .ok_or_else(|| ProviderError::Protocol("function call arguments before any function call".into()))
+            .ok_or_else(|| ProviderError::Protocol("function call arguments for no open function call".into()))
     }
 
     /// Ends for good a streamed call a `{}` closed, before other content follows it (a part that

@@ -131,13 +131,37 @@ fn a_call_that_continues_stays_one_call() {
         .collect();
     assert_eq!(deltas, r#"{"x":1}"#);
     assert_eq!(message.text(), "Done.");
+    // Arguments after a call that came whole join it: its deltas add up to its arguments, once.
+    let whole = decode(&[
+        parts(json!([{"functionCall": {"name": "h", "args": {"a": 1}}}])),
+        parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "stringValue": "x"}]}}])),
+        parts(json!([{"functionCall": {"name": "k", "args": {"c": true}}}])),
+        finish("STOP"),
+    ]);
+    let message = done(&whole);
+    let calls: Vec<_> = message.tool_calls().map(|c| (c.name, c.arguments.clone())).collect();
+    assert_eq!(calls, [("h", json!({"a": 1, "b": "x"})), ("k", json!({"c": true}))]);
+    let mut deltas = [String::new(), String::new()];
+    for event in &whole {
+        if let StreamEvent::Delta(StreamDelta::ToolCall { index, delta, .. }) = event {
+            deltas[*index].push_str(delta);
+        }
+    }
+    assert_eq!(deltas, [r#"{"a":1,"b":"x"}"#, r#"{"c":true}"#]);
+    // Arguments after other content ended the call belong to no call.
+    let late = decode(&[
+        parts(json!([{"functionCall": {"name": "h", "args": {"a": 1}}}, {"text": "Then"}])),
+        parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.b", "stringValue": "x"}]}}])),
+        finish("STOP"),
+    ]);
+    assert!(matches!(late.last(), Some(StreamEvent::Error { error: ProviderError::Protocol(_), .. })), "{late:?}");
     // Arguments for no call at all are a protocol error, not a nameless call.
     let events = decode(&[
         parts(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.x", "numberValue": 1}]}}])),
         finish("STOP"),
     ]);
     assert!(
-        matches!(events.last(), Some(StreamEvent::Error { error: ProviderError::Protocol(m), .. }) if m.contains("before any function call")),
+        matches!(events.last(), Some(StreamEvent::Error { error: ProviderError::Protocol(m), .. }) if m.contains("for no open function call")),
         "{events:?}"
     );
 }
