@@ -29,6 +29,7 @@ pub mod retry;
 pub mod schema;
 pub mod tool;
 pub mod usage;
+pub mod wire;
 
 pub use compaction::{CompactionStrategy, ContextConfig, HeuristicTokenCounter, TokenCounter, estimate_tokens};
 pub use config::{
@@ -52,3 +53,4 @@ pub use tool::{
     is_valid_tool_name, valid_tool_name,
 };
 pub use usage::Usage;
+pub use wire::{HistoryCache, WireCache, WirePrefix};

@@ -13,6 +13,7 @@ use crate::message::{AssistantMessage, Message};
 use crate::options::{RequestOptions, ToolChoice};
 use crate::retry::RetryConfig;
 use crate::tool::ToolDefinition;
+use crate::wire::HistoryCache;
 
 /// One model call. Borrowed: a provider serializes it into its wire format before returning its
 /// stream, so the history is never copied per turn.
@@ -44,6 +45,11 @@ pub struct StreamRequest<'a> {
     pub retry: Option<RetryConfig>,
     /// Tool choice, stop sequences, sampling, seed, penalties, end-user id. Default: none set.
     pub options: &'a RequestOptions,
+    /// Where the provider may keep what it wrote of `messages` for the next request of the same
+    /// history, and how much of `messages` that request left unchanged (see [`crate::wire`]); the
+    /// agent loop sets it for an [`Agent`](https://docs.rs/sinew-agent)'s history. `None`: every
+    /// message is written.
+    pub history: Option<HistoryCache<'a>>,
 }
 
 /// Where a provider with explicit caching marks the prompt as cacheable
@@ -73,6 +79,7 @@ impl<'a> StreamRequest<'a> {
             cache_key: None,
             retry: None,
             options: &crate::options::DEFAULT_OPTIONS,
+            history: None,
         }
     }
 
@@ -116,7 +123,18 @@ impl<'a> StreamRequest<'a> {
         service: &str,
         carries: impl Fn(&Content) -> Result<(), String>,
     ) -> Result<(), ProviderError> {
-        for (index, message) in self.messages.iter().enumerate() {
+        self.check_inputs_from(0, service, carries)
+    }
+
+    /// [`check_inputs`](Self::check_inputs) for the messages from index `first` on: a provider
+    /// that reuses what it wrote of the first messages ([`crate::wire`]) checked those already.
+    pub fn check_inputs_from(
+        &self,
+        first: usize,
+        service: &str,
+        carries: impl Fn(&Content) -> Result<(), String>,
+    ) -> Result<(), ProviderError> {
+        for (index, message) in self.messages.iter().enumerate().skip(first) {
             let content = match message {
                 Message::User(user) => &user.content,
                 Message::ToolResult(result) => &result.content,

@@ -5,7 +5,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{Auth, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{ChatEvents, decoder};
-use crate::request::{OpenAiChatConfig, build_request, check_inputs, check_options};
+use crate::request::{OpenAiChatConfig, check_options, checked_request};
 
 /// A model behind a Chat Completions endpoint: OpenAI or any compatible server.
 ///
@@ -38,8 +38,7 @@ impl Protocol for OpenAiChat {
 
     fn request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
         check_options(request)?;
-        check_inputs(request)?;
-        Ok(build_request(config, request))
+        checked_request(config, request)
     }
 
     fn decoder(config: &OpenAiChatConfig, model: &str) -> Self::Decoder {

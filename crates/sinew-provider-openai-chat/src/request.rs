@@ -8,7 +8,7 @@ use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
-    ToolChoice,
+    ToolChoice, WirePrefix,
 };
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
@@ -192,7 +192,8 @@ impl OpenAiChatConfig {
     }
 }
 
-/// The headers and JSON body of a streaming `/chat/completions` call.
+/// The headers and JSON body of a streaming `/chat/completions` call, every message written (the
+/// provider resumes from what [`StreamRequest::history`] kept, and checks the inputs first).
 pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> HttpRequest {
     if request.cache_config.has_manual_breakpoints() {
         tracing::debug!(
@@ -200,10 +201,32 @@ pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> 
             "the service caches by itself: the cache breakpoints are ignored"
         );
     }
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config)));
+    http_request(config, body)
+}
+
+/// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
+/// the messages written again, the others were checked when they were first written.
+pub(crate) fn checked_request(
+    config: &OpenAiChatConfig,
+    request: &StreamRequest<'_>,
+) -> Result<HttpRequest, ProviderError> {
+    let prefix = take_prefix(config, request);
+    if let Err(error) = check_inputs_from(request, prefix.messages()) {
+        if let Some(history) = request.history {
+            history.keep(prefix);
+        }
+        return Err(error);
+    }
+    let (body, prefix) = body_bytes(config, request, prefix);
+    if let Some(history) = request.history {
+        history.keep(prefix);
+    }
+    Ok(http_request(config, body))
+}
+
+fn http_request(config: &OpenAiChatConfig, body: Vec<u8>) -> HttpRequest {
     let url = url_with_query(&config.base_url, "/chat/completions", &config.query);
-    // Serialized straight from borrowed wire structs: the history is resent every turn, so no
-    // intermediate `Value` tree is built for it.
-    let body = serde_json::to_vec(&wire_body(config, request)).unwrap_or_default();
     let mut http = HttpRequest::post_json(url, body).header("accept", "text/event-stream");
     config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
@@ -212,13 +235,63 @@ pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> 
 
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Value {
-    serde_json::to_value(wire_body(config, request)).unwrap_or_default()
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config)));
+    serde_json::from_slice(&body).unwrap_or_default()
 }
 
+/// What the history's cache kept of the previous request's messages, cut back to those unchanged
+/// (see [`sinew_core::wire`]); an empty prefix without a cache.
+fn take_prefix(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> WirePrefix {
+    let format = message_format(config);
+    request.history.map_or_else(|| WirePrefix::new(format), |history| history.take(format))
+}
+
+/// The body, written straight from borrowed wire structs (the history is resent every turn, so no
+/// `Value` tree is built for it), its messages resumed after those `prefix` holds: a long
+/// conversation is not serialized again whole. Returns the body and the prefix of this request's
+/// messages, for the history's cache.
+fn body_bytes(config: &OpenAiChatConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+    // Every field but the model and the messages; it always holds `"stream"`.
+    let rest = serde_json::to_vec(&wire_body(config, request)).unwrap_or_default();
+    write_messages(config, request.messages, &mut prefix);
+    let mut body = Vec::with_capacity(prefix.bytes().len() + rest.len() + request.system_prompt.len() + 64);
+    body.extend_from_slice(b"{\"model\":");
+    write_json(&mut body, request.model);
+    body.extend_from_slice(b",\"messages\":[");
+    if !request.system_prompt.is_empty() {
+        let role = match config.system_role {
+            SystemRole::System => "system",
+            SystemRole::Developer => "developer",
+        };
+        write_json(&mut body, &WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
+        body.push(b',');
+    }
+    body.extend_from_slice(prefix.bytes());
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.extend_from_slice(b"],");
+    body.extend_from_slice(rest.get(1..).unwrap_or_default());
+    (body, prefix)
+}
+
+/// `value` as JSON at the end of `out`. The wire structs always serialize: their keys are
+/// strings, their numbers finite.
+fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(out, value);
+}
+
+/// What decides the bytes of a history message here: this builder, and the settings it reads.
+fn message_format(config: &OpenAiChatConfig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    ("openai-chat/1", &config.provider_id, &config.reasoning_in_history).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The body's fields after `model` and `messages`, which [`body_bytes`] writes itself.
 #[derive(Serialize)]
 struct Body<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<Value>,
@@ -395,8 +468,6 @@ fn wire_body<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> B
     let effort = effort(request.thinking_level);
     let options = request.options;
     Body {
-        model: request.model,
-        messages: messages(config, request),
         stream: true,
         stream_options: config.include_usage.then(|| json!({"include_usage": true})),
         tools: request
@@ -445,30 +516,26 @@ fn effort(level: ThinkingLevel) -> Option<&'static str> {
     }
 }
 
-fn messages<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> Vec<WireMessage<'a>> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system_prompt.is_empty() {
-        let role = match config.system_role {
-            SystemRole::System => "system",
-            SystemRole::Developer => "developer",
-        };
-        out.push(WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
-    }
+/// Writes the history's messages after those `prefix` holds, each followed by a comma, and marks
+/// where a later request may resume: after every message but a tool result whose attachments
+/// still wait for the user turn that follows the batch.
+fn write_messages(config: &OpenAiChatConfig, messages: &[&Message], prefix: &mut WirePrefix) {
+    let start = prefix.messages();
     // Images returned by tools cannot go in `tool` messages; they follow the batch as a user turn.
-    let mut tool_images: Vec<Part<'a>> = Vec::new();
-    for message in request.messages.iter().copied() {
+    let mut tool_images: Vec<Part<'_>> = Vec::new();
+    for (index, message) in messages.iter().copied().enumerate().skip(start) {
         if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
-            out.push(images_turn(&mut tool_images));
+            write_message(prefix, &images_turn(&mut tool_images));
         }
         match message {
             Message::User(user) => {
                 if let Some(content) = user_content(&user.content) {
-                    out.push(WireMessage::new("user", content));
+                    write_message(prefix, &WireMessage::new("user", content));
                 }
             }
             Message::Assistant(assistant) => {
                 if let Some(turn) = assistant_turn(config, assistant) {
-                    out.push(turn);
+                    write_message(prefix, &turn);
                 }
             }
             Message::ToolResult(result) => {
@@ -477,14 +544,22 @@ fn messages<'a>(config: &'a OpenAiChatConfig, request: &StreamRequest<'a>) -> Ve
                 let text = if text.is_empty() { Cow::Borrowed("(no output)") } else { text };
                 let mut turn = WireMessage::new("tool", WireContent::Text(text));
                 turn.tool_call_id = Some(&result.tool_call_id);
-                out.push(turn);
+                write_message(prefix, &turn);
             }
+        }
+        if tool_images.is_empty() {
+            prefix.mark(index + 1);
         }
     }
     if !tool_images.is_empty() {
-        out.push(images_turn(&mut tool_images));
+        write_message(prefix, &images_turn(&mut tool_images));
     }
-    out
+}
+
+fn write_message(prefix: &mut WirePrefix, message: &WireMessage<'_>) {
+    let bytes = prefix.bytes_mut();
+    write_json(bytes, message);
+    bytes.push(b',');
 }
 
 /// The text of `content`, borrowed when it is one block.
@@ -537,7 +612,11 @@ fn audio_format(mime_type: &str) -> Option<&'static str> {
 /// URL or other than PDF (its `file` part takes PDFs; send text as text), and audio other than
 /// WAV and MP3.
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
-    request.check_inputs("Chat Completions", |content| match content {
+    check_inputs_from(request, 0)
+}
+
+fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), ProviderError> {
+    request.check_inputs_from(first, "Chat Completions", |content| match content {
         Content::DocumentUrl { .. } => Err("documents go as data, not URLs".into()),
         Content::Document { mime_type, .. } if mime_type != "application/pdf" => {
             Err(format!("documents are PDF, not {mime_type} (send text as text)"))

@@ -1,5 +1,5 @@
 use serde_json::json;
-use sinew_core::{RequestOptions, ThinkingLevel};
+use sinew_core::{RequestOptions, ThinkingLevel, WireCache};
 use sinew_testing::{round_trip_history, with_round_trip_request};
 
 use super::*;
@@ -243,4 +243,96 @@ fn the_cache_key_goes_as_prompt_cache_key_to_openai_only_and_while_caching() {
     let hashed = build(&OpenAiChatConfig::openai("sk"), |r| r.cache_key = Some(long))["prompt_cache_key"].clone();
     assert_eq!(hashed.as_str().map(str::len), Some(16));
     assert_eq!(hashed, build(&OpenAiChatConfig::openai("sk"), |r| r.cache_key = Some(long))["prompt_cache_key"]);
+}
+
+/// The body of `messages`, its messages resumed from `cache` when given.
+fn body_with(config: &OpenAiChatConfig, messages: &[Message], cache: Option<(&WireCache, usize)>) -> Vec<u8> {
+    let refs: Vec<&Message> = messages.iter().collect();
+    let mut request = StreamRequest::new("gpt-x", "Be brief.", &refs);
+    request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
+    let http = checked_request(config, &request).unwrap();
+    http.body.to_vec()
+}
+
+proptest::proptest! {
+    /// A body whose messages resume from what the history's cache kept is the body written whole,
+    /// byte for byte: however the history grows (tool results with images waiting for the user
+    /// turn after the batch included), however little of it the caller says is unchanged, and
+    /// after it is rewritten.
+    #[test]
+    fn a_resumed_body_is_the_body_written_whole(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(0..9_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15)),
+            1..12,
+        ),
+    ) {
+        let config = OpenAiChatConfig::deepseek("k");
+        let mut pool = sinew_testing::round_trip_history(&config.provider_id, json!({"type": "never sent"}));
+        pool.push(Message::ToolResult(sinew_core::ToolResultMessage {
+            content: vec![Content::image("AAAA", "image/png")],
+            ..sinew_core::ToolResultMessage::error("call_9", "read", "")
+        }));
+        let cache = WireCache::default();
+        let mut history: Vec<Message> = Vec::new();
+        for (appended, forget, rewrite) in steps {
+            let unchanged = if rewrite {
+                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
+                0
+            } else {
+                let unchanged = history.len().saturating_sub(forget * 2);
+                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
+                unchanged
+            };
+            let whole = body_with(&config, &history, None);
+            let resumed = body_with(&config, &history, Some((&cache, unchanged)));
+            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
+            serde_json::from_slice::<Value>(&whole).unwrap();
+        }
+    }
+}
+
+/// What the cache keeps is reused: a history that only grows is written once, message by message,
+/// and bytes of another configuration are not reused.
+#[test]
+fn a_growing_history_is_written_once() {
+    let config = OpenAiChatConfig::openai("k");
+    let cache = WireCache::default();
+    let mut history = vec![Message::user("one")];
+    body_with(&config, &history, Some((&cache, 0)));
+    let kept = cache.kept_bytes();
+    assert!(kept > 0);
+    // The kept bytes are those the next body starts from: mark them, and see they are not written
+    // again (the cache's bytes are the body's, unchanged).
+    let mut marked = cache.take(message_format(&config), 1);
+    marked.bytes_mut().clear();
+    marked.bytes_mut().extend_from_slice(br#"{"role":"user","content":"ONE"},"#);
+    cache.keep(marked);
+    history.push(Message::user("two"));
+    let body = String::from_utf8(body_with(&config, &history, Some((&cache, 1)))).unwrap();
+    assert!(body.contains(r#""content":"ONE"},{"role":"user","content":"two"}"#), "{body}");
+    // Another configuration writes everything itself.
+    let other = OpenAiChatConfig::deepseek("k");
+    let body = String::from_utf8(body_with(&other, &history, Some((&cache, 2)))).unwrap();
+    assert!(body.contains(r#""content":"one"}"#), "{body}");
+}
+
+/// Inputs are checked for the messages written again; a refused one leaves the kept bytes kept.
+#[test]
+fn inputs_are_checked_for_what_is_written() {
+    let config = OpenAiChatConfig::openai("k");
+    let cache = WireCache::default();
+    let mut history = vec![Message::user("one")];
+    body_with(&config, &history, Some((&cache, 0)));
+    history.push(Message::User(sinew_core::UserMessage {
+        content: vec![Content::Document { data: "aGk=".into(), mime_type: "text/plain".into(), name: None }],
+        timestamp: 0,
+    }));
+    let refs: Vec<&Message> = history.iter().collect();
+    let mut request = StreamRequest::new("gpt-x", "", &refs);
+    request.history = Some(sinew_core::HistoryCache { cache: &cache, unchanged: 1 });
+    let error = checked_request(&config, &request).unwrap_err();
+    assert!(error.to_string().contains("document in message 1"), "{error}");
+    assert!(cache.kept_bytes() > 0, "what was kept stays");
+    request.history = None;
+    assert!(checked_request(&config, &request).is_err(), "without a cache every message is checked");
 }
