@@ -15,7 +15,7 @@ use sinew_core::{
     ToolExecution, TurnTrigger, now_ms,
 };
 
-use crate::agent_loop::{Entry, LoopOutcome, check_continuable, new_id, prompt_loop, run};
+use crate::agent_loop::{Entry, HistoryWire, LoopOutcome, check_continuable, new_id, prompt_loop, run};
 use crate::approval::{Decisions, Suspension};
 use crate::branches::{Branch, BranchOutcome, BranchSpec};
 use crate::config::{AgentContext, AgentLoopConfig, Hooks, InstructionProvider};
@@ -150,6 +150,9 @@ pub struct Agent {
     /// The context budget was set by the caller; otherwise it follows the model's window.
     context_config_set: bool,
     pub(crate) context: AgentContext,
+    /// What the provider kept of the history's serialized messages; forgotten whenever the agent
+    /// rewrites the history rather than appending to it.
+    wire: HistoryWire,
     steering_mode: QueueMode,
     follow_up_mode: QueueMode,
     shared: Arc<Shared>,
@@ -199,6 +202,7 @@ impl Agent {
             config: AgentLoopConfig::new(provider, model),
             context_config_set: false,
             context: AgentContext { agent_id: Some(new_id()), session_id: Some(new_id()), ..AgentContext::default() },
+            wire: HistoryWire::default(),
             steering_mode: QueueMode::OneAtATime,
             follow_up_mode: QueueMode::OneAtATime,
             shared: Arc::default(),
@@ -555,17 +559,20 @@ impl Agent {
     /// Replaces the history with a JSON array from [`Agent::save_messages`].
     pub fn restore_messages(&mut self, json: &str) -> Result<()> {
         self.context.messages = serde_json::from_str(json).map_err(Error::Json)?;
+        self.wire.forget();
         Ok(())
     }
 
     /// Replaces the history.
     pub fn set_messages(&mut self, messages: Vec<AgentMessage>) {
         self.context.messages = messages;
+        self.wire.forget();
     }
 
     /// Clears the history and both queues, cancels any run and drops a pending suspension.
     pub fn reset(&mut self) {
         self.context.messages.clear();
+        self.wire.forget();
         lock(&self.shared.steering).clear();
         lock(&self.shared.follow_up).clear();
         if let Some(token) = lock(&self.shared.cancel).take() {
@@ -619,6 +626,7 @@ impl Agent {
         self.loop_counters = snapshot.loop_counters;
         self.context.system_prompt = snapshot.system_prompt;
         self.context.messages = snapshot.messages;
+        self.wire.forget();
         self.suspension = snapshot.suspension;
     }
 
@@ -743,6 +751,7 @@ impl Agent {
     /// Makes a branch's history the agent's, and its loop the agent's last.
     pub fn adopt_branch(&mut self, branch: &BranchOutcome) {
         self.context.messages.clone_from(&branch.messages);
+        self.wire.forget();
         self.last_loop_id = Some(branch.outcome.loop_id.clone());
         self.last_active_at = Some(now_ms());
     }
@@ -771,7 +780,7 @@ impl Agent {
             let (shared, mode) = (Arc::clone(&self.shared), self.follow_up_mode);
             config.get_follow_up_messages = Some(Arc::new(move || drain(&shared.follow_up, mode)));
 
-            let outcome = run(&mut self.context, &config, sink, &cancel, entry).await;
+            let outcome = run(&mut self.context, &config, sink, &cancel, entry, Some(&mut self.wire)).await;
             self.suspension.clone_from(&outcome.suspension);
             outcome
         })

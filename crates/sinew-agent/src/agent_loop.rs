@@ -15,8 +15,9 @@ use futures::{FutureExt, StreamExt};
 use sinew_compaction::{ContextTracker, TieredCompaction, total_tokens};
 use sinew_core::{
     AgentEvent, AgentMessage, AgentTool, AssistantMessage, CancellationToken, ContinuationKind, EndReason,
-    ExecutionTracker, FilterResult, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, StopReason, StreamEvent,
-    StreamRequest, ToolChoice, ToolDefinition, ToolResult, ToolResultMessage, TurnTrigger, Usage, delay_for_attempt,
+    ExecutionTracker, FilterResult, HistoryCache, MAX_SERVER_DELAY, Message, PendingKind, ProviderError, StopReason,
+    StreamEvent, StreamRequest, TokenCounter, ToolChoice, ToolDefinition, ToolResult, ToolResultMessage, TurnTrigger,
+    Usage, WireCache, delay_for_attempt,
 };
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -108,7 +109,7 @@ pub(crate) async fn prompt_loop(
     if context.loop_id.is_none() {
         context.loop_id = Some(format!("{session_id}.{}.1", config.config_segment()));
     }
-    run(context, config, sink, cancel, Entry::Prompt(prompts)).await
+    run(context, config, sink, cancel, Entry::Prompt(prompts), None).await
 }
 
 /// Continues `context` without a new prompt: the model answers the history as it stands.
@@ -123,7 +124,7 @@ pub async fn agent_loop_continue(
 ) -> Result<LoopOutcome> {
     check_identity(context)?;
     check_continuable(&context.messages)?;
-    Ok(run(context, config, Sink::Channel(tx.clone()), cancel, Entry::Continue(Vec::new())).await)
+    Ok(run(context, config, Sink::Channel(tx.clone()), cancel, Entry::Continue(Vec::new()), None).await)
 }
 
 /// A history can be continued when it is non-empty and does not end with the model's answer.
@@ -149,7 +150,7 @@ pub async fn agent_loop_resume(
 ) -> Result<LoopOutcome> {
     check_identity(context)?;
     let plan = decisions.plan(&suspension)?;
-    Ok(run(context, config, Sink::Channel(tx.clone()), cancel, Entry::Resume(suspension, plan)).await)
+    Ok(run(context, config, Sink::Channel(tx.clone()), cancel, Entry::Resume(suspension, plan), None).await)
 }
 
 fn check_identity(context: &AgentContext) -> Result<()> {
@@ -165,12 +166,63 @@ pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// An [`Agent`](crate::Agent)'s history's [`WireCache`], and how many of the history's model
+/// messages its last request sent: the loop tells the provider that many are unchanged (the loop
+/// only appends to a history, and whoever rewrites it calls [`HistoryWire::forget`]), so the
+/// provider writes only what is new. A loop run on a caller's own context has none: its history
+/// may change between runs in ways no one reports.
+/// The same promise keeps the history's estimated size: only appended messages are counted.
+#[derive(Default)]
+pub(crate) struct HistoryWire {
+    cache: WireCache,
+    sent: usize,
+    /// The first `counted` messages hold `tokens` tokens, as `counter` counts.
+    counted: usize,
+    tokens: usize,
+    counter: Option<Arc<dyn TokenCounter>>,
+}
+
+impl HistoryWire {
+    /// The history was rewritten: nothing of it is as the last request sent it.
+    pub(crate) fn forget(&mut self) {
+        self.cache.clear();
+        self.sent = 0;
+        self.counted = 0;
+        self.tokens = 0;
+    }
+
+    /// The history's estimated tokens ([`total_tokens`]), counting only what was appended since
+    /// the last call.
+    fn tokens(&mut self, messages: &[AgentMessage], counter: &Arc<dyn TokenCounter>) -> usize {
+        if self.counted > messages.len() || !self.counter.as_ref().is_some_and(|c| Arc::ptr_eq(c, counter)) {
+            self.counter = Some(Arc::clone(counter));
+            self.counted = 0;
+            self.tokens = 0;
+        }
+        self.tokens += total_tokens(&messages[self.counted..], &**counter);
+        self.counted = messages.len();
+        self.tokens
+    }
+}
+
+impl std::fmt::Debug for HistoryWire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryWire")
+            .field("cache", &self.cache)
+            .field("sent", &self.sent)
+            .field("counted", &self.counted)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
 pub(crate) async fn run(
     context: &mut AgentContext,
     config: &AgentLoopConfig,
     sink: Sink,
     cancel: &CancellationToken,
     entry: Entry,
+    wire: Option<&mut HistoryWire>,
 ) -> LoopOutcome {
     let loop_id: Arc<str> = context.loop_id.as_deref().unwrap_or_default().into();
     let emitter = Emitter::new(sink, config.hooks.on_event.clone(), Arc::clone(&loop_id));
@@ -188,6 +240,7 @@ pub(crate) async fn run(
         suspension: None,
         overflow_recovered: false,
         force_compaction: false,
+        wire,
         context_size: config
             .context_config
             .as_ref()
@@ -275,6 +328,8 @@ struct Run<'a> {
     suspension: Option<Suspension>,
     overflow_recovered: bool,
     force_compaction: bool,
+    /// The history's wire cache, for an agent's own history.
+    wire: Option<&'a mut HistoryWire>,
     /// The context's size as the provider reports it.
     context_size: ContextTracker,
 }
@@ -688,6 +743,14 @@ impl Run<'_> {
                 }
             }
         }
+        // The default strategy leaves a history within the budget as it is: an agent's history,
+        // counted as it grows, is not counted whole again on every call to learn that.
+        if self.config.compaction_strategy.is_none()
+            && let Some(wire) = self.wire.as_deref_mut()
+            && wire.tokens(&context.messages, &context_config.token_counter) <= budget.history_budget()
+        {
+            return;
+        }
         // The strategy borrows the history: if the run is dropped meanwhile, the history is intact.
         let Some(compacted) = strategy.compact(&context.messages, &budget).await else { return };
         let event = AgentEvent::ContextCompacted {
@@ -698,6 +761,9 @@ impl Run<'_> {
             tokens_after: total_tokens(&compacted, counter),
         };
         context.messages = compacted;
+        if let Some(wire) = &mut self.wire {
+            wire.forget();
+        }
         // The last report described the history before it was rewritten (a rewrite that keeps
         // the reported message in place would otherwise go unnoticed).
         self.context_size.reset();
@@ -723,7 +789,21 @@ impl Run<'_> {
             }
             None => source.iter().filter_map(AgentMessage::as_llm).collect(),
         };
+        // What the hooks return is new every call: only the history itself is sent unchanged.
+        let hooked = config.hooks.transform_context.is_some() || config.hooks.convert_to_llm.is_some();
+        let unchanged = self.wire.as_deref_mut().map(|wire| {
+            if hooked {
+                wire.forget();
+            }
+            mem::replace(&mut wire.sent, if hooked { 0 } else { messages.len() }).min(messages.len())
+        });
         let mut request = StreamRequest::new(&config.model, system_prompt, &messages);
+        request.history = self
+            .wire
+            .as_deref()
+            .zip(unchanged)
+            .filter(|_| !hooked)
+            .map(|(wire, unchanged)| HistoryCache { cache: &wire.cache, unchanged });
         request.tools = &self.tools;
         request.thinking_level = config.thinking_level;
         request.max_tokens = config.max_tokens;
@@ -927,4 +1007,43 @@ fn failed_message(mut partial: AssistantMessage, error: ProviderError) -> Assist
         partial.error_message = Some(error.to_string());
     }
     partial
+}
+
+#[cfg(test)]
+mod tests {
+    use sinew_core::HeuristicTokenCounter;
+
+    use super::*;
+
+    /// The count kept as the history grows is the count of the whole history; it starts over when
+    /// the history is forgotten, shrinks, or another counter counts.
+    #[test]
+    fn a_history_counted_as_it_grows_counts_as_a_whole() {
+        let counter: Arc<dyn TokenCounter> = Arc::new(HeuristicTokenCounter);
+        let mut wire = HistoryWire::default();
+        let mut history = Vec::new();
+        for turn in 0..20 {
+            history.push(AgentMessage::user("a question ".repeat(turn)));
+            assert_eq!(wire.tokens(&history, &counter), total_tokens(&history, &*counter), "turn {turn}");
+        }
+        // Rewritten in place, then forgotten: counted again.
+        history[0] = AgentMessage::user("x".repeat(4_000));
+        wire.forget();
+        assert_eq!(wire.tokens(&history, &counter), total_tokens(&history, &*counter));
+        // Shorter than what was counted: counted again.
+        history.truncate(3);
+        assert_eq!(wire.tokens(&history, &counter), total_tokens(&history, &*counter));
+        // Another counter: counted again, by it.
+        let doubled: Arc<dyn TokenCounter> = Arc::new(Doubled);
+        assert_eq!(wire.tokens(&history, &doubled), total_tokens(&history, &*doubled));
+        assert_ne!(total_tokens(&history, &*doubled), total_tokens(&history, &*counter));
+    }
+
+    struct Doubled;
+
+    impl TokenCounter for Doubled {
+        fn count(&self, text: &str) -> usize {
+            text.len() / 2
+        }
+    }
 }

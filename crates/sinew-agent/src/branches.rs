@@ -112,7 +112,8 @@ impl Branch {
         let token = cancel.clone();
         let branch_tag = tag.clone();
         let task = tokio::spawn(async move {
-            let outcome = run(&mut context, &config, Sink::Channel(tx), &token, Entry::Continue(Vec::new())).await;
+            let outcome =
+                run(&mut context, &config, Sink::Channel(tx), &token, Entry::Continue(Vec::new()), None).await;
             BranchOutcome { tag: branch_tag, outcome, messages: context.messages }
         });
         let guard = cancel.clone().drop_guard();

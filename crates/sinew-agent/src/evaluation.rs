@@ -176,7 +176,7 @@ impl EvaluationStrategy for LlmJudgeEvaluation {
             ..AgentContext::default()
         };
         let entry = crate::agent_loop::Entry::Prompt(vec![AgentMessage::user(message)]);
-        let outcome = run(&mut context, &self.judge_config, Sink::Channel(tx.clone()), cancel, entry).await;
+        let outcome = run(&mut context, &self.judge_config, Sink::Channel(tx.clone()), cancel, entry, None).await;
         let verdict = outcome.final_text().unwrap_or_default();
         let decision = match first_number(&verdict) {
             Some(n) if (1..=input.branches.len()).contains(&n) => EvaluationDecision::Select(n - 1),

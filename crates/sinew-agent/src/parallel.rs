@@ -164,7 +164,7 @@ pub async fn agent_loop_parallel(
             } else {
                 crate::agent_loop::Entry::Prompt(prompts)
             };
-            let outcome = run(&mut branch, config, Sink::Channel(tx.clone()), &cancel, entry).await;
+            let outcome = run(&mut branch, config, Sink::Channel(tx.clone()), &cancel, entry, None).await;
             (ParallelLoopOutcome { config_index: i, outcome, original_context_len }, branch)
         }
     });

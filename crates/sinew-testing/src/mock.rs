@@ -185,6 +185,9 @@ pub struct RecordedRequest {
     pub options: RequestOptions,
     /// The cache key the request carried.
     pub cache_key: Option<String>,
+    /// How many of `messages` the request said are those of the previous request made with its
+    /// history's wire cache ([`StreamRequest::history`]); `None`: it carried no cache.
+    pub history_unchanged: Option<usize>,
     /// When the call was made (follows tokio's paused clock in tests).
     pub at: tokio::time::Instant,
 }
@@ -295,6 +298,7 @@ impl StreamProvider for MockProvider {
                     temperature: request.temperature,
                     options: request.options.clone(),
                     cache_key: request.cache_key.map(str::to_owned),
+                    history_unchanged: request.history.map(|h| h.unchanged),
                     at: tokio::time::Instant::now(),
                 });
             }

@@ -139,3 +139,68 @@ async fn a_report_is_forgotten_once_the_history_is_rewritten() {
     assert_eq!(compactions(&events), 1, "the report said the context is over budget, then was forgotten");
     assert_eq!(agent.messages().len(), 9, "only the tool output was cut");
 }
+
+/// What the loop tells a provider about an agent's history holds: the first `unchanged` messages
+/// of a request are those of the previous request with the same history cache, through prompts
+/// with tool calls, compaction, and every way the agent rewrites its history; a history a hook
+/// transforms claims nothing.
+#[tokio::test]
+async fn the_history_a_request_says_is_unchanged_is_unchanged() {
+    let mock = Arc::new(MockProvider::from_fn(|request| match request.messages.last() {
+        Some(Message::User(_)) => {
+            let n = request.messages.len();
+            MockResponse::new().tool_call(format!("call-{n}"), "echo", json!({"text": format!("{n} ").repeat(300)}))
+        }
+        _ => MockResponse::text("done"),
+    }));
+    let mut agent = Agent::with_provider_arc(mock.clone(), "mock-model")
+        .with_tool(EchoTool)
+        .with_context_config(Some(small_context()));
+    let mut compacted = false;
+    let mut rewritten = Vec::new();
+    for turn in 0..40 {
+        match turn {
+            10 => agent.set_messages(vec![AgentMessage::user("another story"), AgentMessage::user("and more")]),
+            15 => {
+                let saved = agent.save_messages().unwrap();
+                agent.restore_messages(&saved).unwrap();
+            }
+            20 => agent.reset(),
+            25 => {
+                let snapshot = agent.snapshot();
+                agent.restore(snapshot);
+            }
+            _ => {}
+        }
+        if matches!(turn, 10 | 15 | 20 | 25) {
+            rewritten.push(mock.calls());
+        }
+        let (events, _) = agent.prompt(format!("turn {turn}: please echo")).collect().await;
+        compacted |= events.iter().any(|e| matches!(e, AgentEvent::ContextCompacted { .. }));
+    }
+    let requests = mock.requests();
+    assert!(compacted, "the history was compacted on the way");
+    let mut reused = 0;
+    for (index, pair) in requests.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        let unchanged = after.history_unchanged.expect("an agent's requests carry its history cache");
+        assert!(unchanged <= before.messages.len() && unchanged <= after.messages.len(), "request {}", index + 1);
+        assert_eq!(after.messages[..unchanged], before.messages[..unchanged], "request {}", index + 1);
+        if rewritten.contains(&(index + 1)) {
+            assert_eq!(unchanged, 0, "request {}: the history was rewritten before it", index + 1);
+        }
+        reused += unchanged;
+    }
+    assert!(reused > requests.len() * 4, "most of the history is reused: {reused}");
+    assert_eq!(requests[0].history_unchanged, Some(0));
+
+    // A hook that rewrites what is sent every call: nothing is claimed.
+    let mock = Arc::new(MockProvider::new([]));
+    let mut hooks = sinew_agent::Hooks::default();
+    hooks.transform_context = Some(Arc::new(|messages: &[AgentMessage]| messages.to_vec()));
+    let mut agent = Agent::with_provider_arc(mock.clone(), "mock-model").with_hooks(hooks);
+    for turn in 0..3 {
+        agent.prompt(format!("turn {turn}")).finish().await;
+    }
+    assert!(mock.requests().iter().all(|r| r.history_unchanged.is_none()));
+}
