@@ -93,6 +93,15 @@ impl CacheConfig {
     pub fn has_manual_breakpoints(&self) -> bool {
         self.enabled && matches!(self.strategy, CacheStrategy::Manual { .. })
     }
+
+    /// Whether a breakpoint goes on the second-to-last message (when there is one).
+    pub fn caches_messages(&self) -> bool {
+        match (self.enabled, self.strategy) {
+            (false, _) | (true, CacheStrategy::Disabled) => false,
+            (true, CacheStrategy::Auto) => true,
+            (true, CacheStrategy::Manual { cache_messages, .. }) => cache_messages,
+        }
+    }
 }
 
 impl Default for CacheConfig {

@@ -87,14 +87,12 @@ impl<'a> StreamRequest<'a> {
     /// [`cache_config`](Self::cache_config): `Auto` after the system prompt, after the last tool
     /// and on the second-to-last message; `Manual` where its flags say; none when disabled.
     pub fn cache_breakpoints(&self) -> CacheBreakpoints {
-        let (system, tools, messages) = match (self.cache_config.enabled, self.cache_config.strategy) {
-            (false, _) | (true, CacheStrategy::Disabled) => (false, false, false),
-            (true, CacheStrategy::Auto) => (true, true, true),
-            (true, CacheStrategy::Manual { cache_system, cache_tools, cache_messages }) => {
-                (cache_system, cache_tools, cache_messages)
-            }
+        let (system, tools) = match (self.cache_config.enabled, self.cache_config.strategy) {
+            (false, _) | (true, CacheStrategy::Disabled) => (false, false),
+            (true, CacheStrategy::Auto) => (true, true),
+            (true, CacheStrategy::Manual { cache_system, cache_tools, .. }) => (cache_system, cache_tools),
         };
-        let message = if messages { self.messages.len().checked_sub(2) } else { None };
+        let message = if self.cache_config.caches_messages() { self.messages.len().checked_sub(2) } else { None };
         CacheBreakpoints { system, tools, message }
     }
 

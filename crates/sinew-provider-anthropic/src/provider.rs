@@ -5,7 +5,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{AnthropicEvents, PROVIDER_ID, decoder};
-use crate::request::{AnthropicAuth, AnthropicConfig, build_request, check_inputs, check_options};
+use crate::request::{AnthropicAuth, AnthropicConfig, check_options, checked_request};
 
 /// Claude over the Messages API.
 ///
@@ -37,8 +37,7 @@ impl Protocol for Anthropic {
 
     fn request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
         check_options(request)?;
-        check_inputs(request)?;
-        Ok(build_request(config, request))
+        checked_request(config, request)
     }
 
     fn decoder(_: &AnthropicConfig, model: &str) -> Self::Decoder {

@@ -7,7 +7,7 @@ use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, RequestOptions, ResponseFormat, StopReason, StreamRequest,
-    ThinkingLevel, ToolChoice,
+    ThinkingLevel, ToolChoice, WirePrefix,
 };
 use sinew_http::HttpRequest;
 
@@ -74,8 +74,35 @@ pub fn thinking_budget(level: ThinkingLevel) -> Option<u32> {
     level.token_budget().map(|budget| budget.max(1024))
 }
 
-/// The headers and JSON body of a streaming `/v1/messages` call.
+/// The headers and JSON body of a streaming `/v1/messages` call, every message written (the
+/// provider resumes from what [`StreamRequest::history`] kept, and checks the inputs first).
 pub fn build_request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(request)));
+    http_request(config, body)
+}
+
+/// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
+/// the messages written again, the others were checked when they were first written.
+pub(crate) fn checked_request(
+    config: &AnthropicConfig,
+    request: &StreamRequest<'_>,
+) -> Result<HttpRequest, ProviderError> {
+    let format = message_format(request);
+    let prefix = request.history.map_or_else(|| WirePrefix::new(format), |h| h.take(format));
+    if let Err(error) = check_inputs_from(request, prefix.messages()) {
+        if let Some(history) = request.history {
+            history.keep(prefix);
+        }
+        return Err(error);
+    }
+    let (body, prefix) = body_bytes(config, request, prefix);
+    if let Some(history) = request.history {
+        history.keep(prefix);
+    }
+    Ok(http_request(config, body))
+}
+
+fn http_request(config: &AnthropicConfig, body: Vec<u8>) -> HttpRequest {
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
         ("accept".to_owned(), "text/event-stream".to_owned()),
@@ -95,25 +122,70 @@ pub fn build_request(config: &AnthropicConfig, request: &StreamRequest<'_>) -> H
         method: http::Method::POST,
         url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
         headers,
-        // Serialized straight from borrowed wire structs: the history is resent every turn, so
-        // no intermediate `Value` tree is built for it.
-        body: serde_json::to_vec(&wire_body(config, request)).unwrap_or_default().into(),
+        body: body.into(),
     }
 }
 
 /// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
 pub fn body(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Value {
-    serde_json::to_value(wire_body(config, request)).unwrap_or_default()
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(request)));
+    serde_json::from_slice(&body).unwrap_or_default()
 }
 
+/// What decides the bytes of a history message here: this builder, and whether messages get a
+/// cache breakpoint (its message, which moves, is never kept; see [`write_messages`]).
+fn message_format(request: &StreamRequest<'_>) -> u64 {
+    const BUILDER: u64 = 0x616e_7468_726f_7069; // "anthropi"
+    BUILDER ^ u64::from(request.cache_config.caches_messages())
+}
+
+/// The body, written straight from borrowed wire structs (the history is resent every turn, so no
+/// `Value` tree is built for it), its messages resumed after those `prefix` holds (see
+/// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
+fn body_bytes(config: &AnthropicConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+    let (head, rest) = wire_body(config, request);
+    // `head` always holds the model, `rest` may be empty.
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let rest = serde_json::to_vec(&rest).unwrap_or_default();
+    // The breakpoint goes on the second-to-last message: no later request, with as many messages
+    // or more, puts it before that.
+    let keep_before = if request.cache_config.caches_messages() {
+        request.messages.len().saturating_sub(2)
+    } else {
+        request.messages.len()
+    };
+    write_messages(request.messages, request.cache_breakpoints().message, keep_before, &mut prefix);
+    let mut body = Vec::with_capacity(head.len() + prefix.bytes().len() + rest.len() + 16);
+    body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
+    body.extend_from_slice(b",\"messages\":[");
+    body.extend_from_slice(prefix.bytes());
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.push(b']');
+    match rest.get(1..) {
+        Some(b"}") | None => body.push(b'}'),
+        Some(fields) => {
+            body.push(b',');
+            body.extend_from_slice(fields);
+        }
+    }
+    (body, prefix)
+}
+
+/// The body's fields before `messages`.
 #[derive(Serialize)]
-struct Body<'a> {
+struct Head<'a> {
     model: &'a str,
     max_tokens: u32,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[Block<'a>; 1]>,
-    messages: Vec<Turn<'a>>,
+}
+
+/// The body's fields after `messages`.
+#[derive(Serialize)]
+struct Rest<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -199,12 +271,6 @@ struct Tool<'a> {
     input_schema: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<Ephemeral>,
-}
-
-#[derive(Serialize)]
-struct Turn<'a> {
-    role: &'static str,
-    content: Vec<Block<'a>>,
 }
 
 /// A content block, with an optional cache breakpoint.
@@ -325,7 +391,7 @@ impl Serialize for Block<'_> {
     }
 }
 
-fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<'a> {
+fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> (Head<'a>, Rest<'a>) {
     let cache = request.cache_breakpoints();
     let budget = thinking_budget(request.thinking_level);
     let mut max_tokens = request.max_tokens.unwrap_or(config.default_max_tokens);
@@ -334,13 +400,14 @@ fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<
         max_tokens = max_tokens.max(budget + 1024);
     }
     let last_tool = request.tools.len().saturating_sub(1);
-    Body {
+    let head = Head {
         model: request.model,
         max_tokens,
         stream: true,
         system: (!request.system_prompt.is_empty())
             .then_some([Block { kind: BlockKind::Text(request.system_prompt), cache: cache.system }]),
-        messages: messages(request.messages, cache.message),
+    };
+    let rest = Rest {
         tools: request
             .tools
             .iter()
@@ -368,21 +435,25 @@ fn wire_body<'a>(config: &AnthropicConfig, request: &StreamRequest<'a>) -> Body<
             }
             _ => None,
         },
-    }
+    };
+    (head, rest)
 }
 
-/// The API's message list: tool results go in user turns, consecutive results share one turn,
-/// failed empty answers are left out.
-fn messages<'a>(history: &[&'a Message], cache_at: Option<usize>) -> Vec<Turn<'a>> {
-    let mut out: Vec<Turn<'a>> = Vec::with_capacity(history.len());
-    // Whether the last turn holds only tool results (the next result joins it).
-    let mut last_is_results = false;
-    for (i, message) in history.iter().copied().enumerate() {
+/// Writes the API's message list after the messages `prefix` holds, each turn followed by a
+/// comma: tool results go in user turns, consecutive results share one turn, failed empty answers
+/// are left out, the cache breakpoint's message (`cache_at`) ends with `cache_control`. Marks
+/// where a later request may resume: after a message that leaves no results turn open, among the
+/// first `keep_before` messages (before any a later breakpoint may fall on).
+fn write_messages(history: &[&Message], cache_at: Option<usize>, keep_before: usize, prefix: &mut WirePrefix) {
+    let start = prefix.messages();
+    // A turn of tool results is open: the next result joins it.
+    let mut open_results = false;
+    for (i, message) in history.iter().copied().enumerate().skip(start) {
         let (role, mut blocks) = match message {
             Message::User(user) => ("user", user.content.iter().filter_map(user_block).collect::<Vec<_>>()),
             Message::Assistant(assistant) => ("assistant", assistant_blocks(assistant)),
             Message::ToolResult(result) => {
-                let content: Vec<Block<'a>> = result.content.iter().filter_map(user_block).collect();
+                let content: Vec<Block<'_>> = result.content.iter().filter_map(user_block).collect();
                 let block = BlockKind::ToolResult {
                     tool_use_id: tool_id(&result.tool_call_id),
                     content,
@@ -391,23 +462,44 @@ fn messages<'a>(history: &[&'a Message], cache_at: Option<usize>) -> Vec<Turn<'a
                 ("user", vec![Block::new(block)])
             }
         };
-        if blocks.is_empty() {
-            continue;
+        if !blocks.is_empty() {
+            if cache_at == Some(i)
+                && let Some(last) = blocks.last_mut()
+            {
+                last.cache = true;
+            }
+            let is_results = matches!(message, Message::ToolResult(_));
+            let bytes = prefix.bytes_mut();
+            if is_results && open_results {
+                // Results of one batch go back together, in one user turn.
+                bytes.push(b',');
+            } else {
+                if open_results {
+                    bytes.extend_from_slice(b"]},");
+                }
+                bytes.extend_from_slice(b"{\"role\":\"");
+                bytes.extend_from_slice(role.as_bytes());
+                bytes.extend_from_slice(b"\",\"content\":[");
+            }
+            for (n, block) in blocks.iter().enumerate() {
+                if n > 0 {
+                    bytes.push(b',');
+                }
+                // A block always serializes: its keys are strings, its numbers finite.
+                let _ = serde_json::to_writer(&mut *bytes, block);
+            }
+            open_results = is_results;
+            if !is_results {
+                bytes.extend_from_slice(b"]},");
+            }
         }
-        if cache_at == Some(i)
-            && let Some(last) = blocks.last_mut()
-        {
-            last.cache = true;
+        if !open_results && i < keep_before {
+            prefix.mark(i + 1);
         }
-        let is_results = matches!(message, Message::ToolResult(_));
-        // Results of one batch go back together, in one user turn.
-        match out.last_mut() {
-            Some(previous) if is_results && last_is_results => previous.content.extend(blocks),
-            _ => out.push(Turn { role, content: blocks }),
-        }
-        last_is_results = is_results;
     }
-    out
+    if open_results {
+        prefix.bytes_mut().extend_from_slice(b"]},");
+    }
 }
 
 fn user_block(content: &Content) -> Option<Block<'_>> {
@@ -442,7 +534,11 @@ fn decode_text(data: &str) -> Option<String> {
 /// Refuses what Anthropic Messages cannot take in a user message or tool result: audio, and
 /// documents other than PDF (base64 or URL) and plain text (base64 UTF-8).
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
-    request.check_inputs("Anthropic Messages", |content| match content {
+    check_inputs_from(request, 0)
+}
+
+fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), ProviderError> {
+    request.check_inputs_from(first, "Anthropic Messages", |content| match content {
         Content::Audio { .. } => Err("the Messages API takes no audio".into()),
         Content::Document { mime_type, .. } | Content::DocumentUrl { mime_type, .. }
             if mime_type != PDF && mime_type != TEXT =>

@@ -345,3 +345,72 @@ fn attachments_become_image_and_document_blocks_and_audio_is_refused() {
     );
     assert!(refused(Content::document("//8=", "text/plain")).ends_with("must be base64 of UTF-8 text"));
 }
+
+/// The body of `messages`, its messages resumed from `cache` when given.
+fn body_with(messages: &[Message], cache: Option<(&sinew_core::WireCache, usize)>, breakpoints: bool) -> Vec<u8> {
+    let config = AnthropicConfig::new("k");
+    let refs: Vec<&Message> = messages.iter().collect();
+    let mut request = StreamRequest::new("claude-x", "Be brief.", &refs);
+    if !breakpoints {
+        request.cache_config = CacheConfig::new(false, CacheStrategy::Auto);
+    }
+    request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
+    checked_request(&config, &request).unwrap().body.to_vec()
+}
+
+proptest::proptest! {
+    /// A body whose messages resume from what the history's cache kept is the body written whole,
+    /// byte for byte: however the history grows (runs of tool results sharing a turn, empty
+    /// answers left out between them, the cache breakpoint moving on), however little of it the
+    /// caller says is unchanged, and after it is rewritten.
+    #[test]
+    fn a_resumed_body_is_the_body_written_whole(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(0..12_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15)),
+            1..12,
+        ),
+        breakpoints in proptest::bool::ANY,
+    ) {
+        let mut pool = round_trip_history(PROVIDER_ID, json!({"type": "server_tool_use", "id": "s"}));
+        pool.extend([
+            Message::ToolResult(sinew_core::ToolResultMessage::error("call_3", "read", "gone")),
+            assistant(PROVIDER_ID, StopReason::Error, vec![]),
+            Message::user(""),
+            Message::ToolResult(sinew_core::ToolResultMessage::error("call_4", "read", "")),
+        ]);
+        let cache = sinew_core::WireCache::default();
+        let mut history: Vec<Message> = Vec::new();
+        for (appended, forget, rewrite) in steps {
+            let unchanged = if rewrite {
+                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
+                0
+            } else {
+                let unchanged = history.len().saturating_sub(forget * 2);
+                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
+                unchanged
+            };
+            let whole = body_with(&history, None, breakpoints);
+            let resumed = body_with(&history, Some((&cache, unchanged)), breakpoints);
+            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
+            serde_json::from_slice::<Value>(&whole).unwrap();
+        }
+    }
+}
+
+/// What the cache keeps is reused up to the cache breakpoint, which moves on with every request.
+#[test]
+fn a_growing_history_is_written_once_up_to_the_breakpoint() {
+    let cache = sinew_core::WireCache::default();
+    let mut history = vec![Message::user("one"), Message::user("two"), Message::user("three")];
+    body_with(&history, Some((&cache, 0)), true);
+    // Kept: the first message (the breakpoint is on the second, written again every time).
+    let mut kept = cache.take(message_format(&StreamRequest::new("claude-x", "", &[])), 3);
+    assert_eq!(String::from_utf8_lossy(kept.bytes()), r#"{"role":"user","content":[{"type":"text","text":"one"}]},"#);
+    kept.bytes_mut().clear();
+    kept.bytes_mut().extend_from_slice(br#"{"role":"user","content":[{"type":"text","text":"ONE"}]},"#);
+    cache.keep(kept);
+    history.push(Message::user("four"));
+    let body = String::from_utf8(body_with(&history, Some((&cache, 3)), true)).unwrap();
+    assert!(body.contains(r#""text":"ONE"}]},{"role":"user","content":[{"type":"text","text":"two"}]}"#), "{body}");
+    assert!(body.contains(r#""text":"three","cache_control":{"type":"ephemeral"}}"#), "{body}");
+}
