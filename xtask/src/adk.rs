@@ -68,7 +68,8 @@ pub(crate) fn validate(root: &Path, python: &Path, mut build: Command) -> Result
     }
     build.args(["build", "--quiet", "--workspace", "--all-features", "--example", "adk_wire"]);
     step("build sinew-adk's adk_wire example", build)?;
-    let mut write = Command::new(target_dir()?.join("debug/examples/adk_wire"));
+    let mut write =
+        Command::new(target_dir()?.join(format!("debug/examples/adk_wire{}", std::env::consts::EXE_SUFFIX)));
     write.arg(&out);
     step("write sinew-adk's JSON", write)?;
 

@@ -69,7 +69,7 @@ pub(crate) fn run(peers: &Path, mut build: Command) -> Result<()> {
     build.env("SINEW_PEERS_DIR", peers);
     build.args(["build", "--workspace", "--all-features", "--example", "conformance_client"]);
     step("build the conformance client", build)?;
-    let client = target_dir()?.join("debug/examples/conformance_client");
+    let client = target_dir()?.join(format!("debug/examples/conformance_client{}", std::env::consts::EXE_SUFFIX));
     let client = client.to_str().context("the target dir is not UTF-8")?.to_owned();
     let out = std::env::temp_dir().join(format!("sinew-conformance-{}", std::process::id()));
 

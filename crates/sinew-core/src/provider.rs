@@ -13,7 +13,7 @@ use crate::message::{AssistantMessage, Message};
 use crate::options::{RequestOptions, ToolChoice};
 use crate::retry::RetryConfig;
 use crate::tool::ToolDefinition;
-use crate::wire::HistoryCache;
+use crate::wire::{HistoryCache, WirePrefix};
 
 /// One model call. Borrowed: a provider serializes it into its wire format before returning its
 /// stream, so the history is never copied per turn.
@@ -80,6 +80,23 @@ impl<'a> StreamRequest<'a> {
             retry: None,
             options: &crate::options::DEFAULT_OPTIONS,
             history: None,
+        }
+    }
+
+    /// What [`history`](Self::history)'s cache kept of earlier requests' messages, written in
+    /// `format` and cut back to this request's unchanged messages (never more than it has); an
+    /// empty prefix in `format` when it has no cache (see [`crate::wire`]).
+    pub fn wire_prefix(&self, format: u64) -> WirePrefix {
+        match self.history {
+            Some(history) => history.cache.take(format, history.unchanged.min(self.messages.len())),
+            None => WirePrefix::new(format),
+        }
+    }
+
+    /// Gives `prefix` back to [`history`](Self::history)'s cache, for the next request.
+    pub fn keep_wire_prefix(&self, prefix: WirePrefix) {
+        if let Some(history) = self.history {
+            history.keep(prefix);
         }
     }
 

@@ -2,11 +2,17 @@
 //! long conversation is not serialized again whole on every call.
 //!
 //! The agent loop owns one [`WireCache`] per history and says, with each request, how many of its
-//! first messages are, value for value, those of the previous request made with that cache
-//! ([`HistoryCache::unchanged`]). A provider that supports it writes its messages into a
-//! [`WirePrefix`] taken from the cache, resuming after the bytes it wrote for those messages,
-//! marks the points it can resume from (after a message whose bytes depend on nothing that
-//! follows), and gives the prefix back. A provider that does not simply ignores the cache.
+//! first messages have not changed since the cache was last cleared ([`HistoryCache::unchanged`]):
+//! a history that is only appended to keeps them, and whoever rewrites it clears the cache. A
+//! provider that supports it writes its messages into a [`WirePrefix`] taken from the cache
+//! ([`StreamRequest::wire_prefix`]), resuming after the bytes it wrote for those messages in an
+//! earlier request, marks the points it can resume from (after a message whose bytes depend on
+//! nothing that follows), and gives the prefix back. A provider that does not ignores the cache.
+//!
+//! The cache holds a second copy of the history as the last provider that used it wrote it
+//! (images as base64 included), for as long as the history lives.
+//!
+//! [`StreamRequest::wire_prefix`]: crate::StreamRequest::wire_prefix
 //!
 //! ```
 //! use sinew_core::wire::{HistoryCache, WireCache, WirePrefix};
@@ -25,7 +31,11 @@
 //! let prefix = HistoryCache { cache: &cache, unchanged: 1 }.take(7);
 //! assert_eq!((prefix.messages(), prefix.bytes()), (1, &b"{\"a\":1},"[..]));
 //! // Bytes written in another format are never reused.
-//! assert_eq!(HistoryCache { cache: &cache, unchanged: 2 }.take(8).messages(), 0);
+//! let mut prefix = WirePrefix::new(7);
+//! prefix.bytes_mut().extend_from_slice(b"{\"a\":1},");
+//! prefix.mark(1);
+//! cache.keep(prefix);
+//! assert_eq!(HistoryCache { cache: &cache, unchanged: 1 }.take(8).messages(), 0);
 //! ```
 
 use std::fmt;
@@ -129,8 +139,9 @@ impl WirePrefix {
 pub struct HistoryCache<'a> {
     /// The history's cache.
     pub cache: &'a WireCache,
-    /// How many of the request's first messages are, value for value, the first messages of the
-    /// previous request made with `cache`.
+    /// How many of the request's first messages have not changed since `cache` was last cleared
+    /// (the agent loop: how many its previous request sent; it clears the cache when the
+    /// history is rewritten). Only bytes written for those are reused.
     pub unchanged: usize,
 }
 

@@ -25,6 +25,25 @@ pub fn bytes(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
 
+/// A request body a builder wrote, read back as a tree (for a builder's `body()`, which snapshot
+/// tests and hosts with their own transport read). serde_json reads 128 levels of nesting: a body
+/// nested deeper (a tool schema that deep) is `Value::Null`, with a warning; the bytes themselves
+/// go out whole.
+///
+/// ```
+/// use sinew_http::json::read_body;
+///
+/// assert_eq!(read_body(br#"{"a":[1]}"#), serde_json::json!({"a": [1]}));
+/// let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+/// assert_eq!(read_body(deep.as_bytes()), serde_json::Value::Null);
+/// ```
+pub fn read_body(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or_else(|error| {
+        tracing::warn!(%error, "the request body cannot be read back as a JSON tree");
+        Value::Null
+    })
+}
+
 /// A field read as a string when it is one, and as nothing when it holds anything else: a decoder
 /// reads the fields it knows without failing on one whose shape it does not expect. Borrowed from
 /// the event when the string has no escapes.

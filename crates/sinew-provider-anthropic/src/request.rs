@@ -88,17 +88,13 @@ pub(crate) fn checked_request(
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
     let format = message_format(request);
-    let prefix = request.history.map_or_else(|| WirePrefix::new(format), |h| h.take(format));
+    let prefix = request.wire_prefix(format);
     if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        if let Some(history) = request.history {
-            history.keep(prefix);
-        }
+        request.keep_wire_prefix(prefix);
         return Err(error);
     }
     let (body, prefix) = body_bytes(config, request, prefix);
-    if let Some(history) = request.history {
-        history.keep(prefix);
-    }
+    request.keep_wire_prefix(prefix);
     Ok(http_request(config, body))
 }
 
@@ -126,10 +122,11 @@ fn http_request(config: &AnthropicConfig, body: Vec<u8>) -> HttpRequest {
     }
 }
 
-/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport), read
+/// back from the bytes [`build_request`] sends (see [`sinew_http::json::read_body`]).
 pub fn body(config: &AnthropicConfig, request: &StreamRequest<'_>) -> Value {
     let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(request)));
-    serde_json::from_slice(&body).unwrap_or_default()
+    sinew_http::json::read_body(&body)
 }
 
 /// What decides the bytes of a history message here: this builder, and whether messages get a

@@ -5,7 +5,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{GeminiEvents, decoder};
-use crate::request::{GeminiConfig, build_request, check_inputs, check_options};
+use crate::request::{GeminiConfig, check_options, checked_request};
 
 /// A Gemini model, through the Gemini API or Vertex AI.
 ///
@@ -40,8 +40,7 @@ impl Protocol for Gemini {
 
     fn request(config: &GeminiConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
         check_options(request)?;
-        check_inputs(request)?;
-        Ok(build_request(config, request))
+        checked_request(config, request)
     }
 
     fn decoder(config: &GeminiConfig, model: &str) -> Self::Decoder {

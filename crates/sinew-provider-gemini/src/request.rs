@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
-    ToolChoice,
+    ToolChoice, WirePrefix,
 };
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
@@ -66,18 +66,76 @@ impl GeminiConfig {
     }
 }
 
-/// The headers and JSON body of a streaming call.
+/// The headers and JSON body of a streaming call, every message written (the provider resumes
+/// from what [`StreamRequest::history`] kept, and checks the inputs first).
 pub fn build_request(config: &GeminiConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config, request)));
+    http_request(config, request, body)
+}
+
+/// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
+/// the messages written again, the others were checked when they were first written.
+pub(crate) fn checked_request(
+    config: &GeminiConfig,
+    request: &StreamRequest<'_>,
+) -> Result<HttpRequest, ProviderError> {
+    let format = message_format(config, request);
+    let prefix = request.wire_prefix(format);
+    if let Err(error) = check_inputs_from(request, prefix.messages()) {
+        request.keep_wire_prefix(prefix);
+        return Err(error);
+    }
+    let (body, prefix) = body_bytes(config, request, prefix);
+    request.keep_wire_prefix(prefix);
+    Ok(http_request(config, request, body))
+}
+
+fn http_request(config: &GeminiConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
     if request.cache_config.has_manual_breakpoints() {
         tracing::debug!(service = "Gemini", "the service caches by itself: the cache breakpoints are ignored");
     }
     let path = format!("/{}:streamGenerateContent", request.model);
     let url = url_with_query(&config.models_url, &path, &[("alt".into(), "sse".into())]);
-    let mut http = HttpRequest::post_json(url, sinew_http::json::bytes(&body(config, request)))
-        .header("accept", "text/event-stream");
+    let mut http = HttpRequest::post_json(url, body).header("accept", "text/event-stream");
     config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
     http
+}
+
+/// What decides the bytes of a history message here: this builder, the provider id (signatures
+/// go back to their own service) and whether the model is a Gemini 3 (its calls need one).
+fn message_format(config: &GeminiConfig, request: &StreamRequest<'_>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    ("gemini/1", &config.provider_id, is_gemini3(request.model)).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn is_gemini3(model: &str) -> bool {
+    model.contains("gemini-3")
+}
+
+/// The body: `contents` resumed after the messages `prefix` holds (see [`sinew_core::wire`]), then
+/// the other fields. Returns the body and the prefix of this request's messages.
+fn body_bytes(config: &GeminiConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+    write_contents(config, request, &mut prefix);
+    // The other fields, in the order a JSON object's keys are written (sorted: `contents` is first).
+    let rest = sinew_http::json::bytes(&Value::Object(other_fields(request)));
+    let mut body = Vec::with_capacity(prefix.bytes().len() + rest.len() + 16);
+    body.extend_from_slice(b"{\"contents\":[");
+    body.extend_from_slice(prefix.bytes());
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.push(b']');
+    match rest.get(1..) {
+        Some(b"}") | None => body.push(b'}'),
+        Some(fields) => {
+            body.push(b',');
+            body.extend_from_slice(fields);
+        }
+    }
+    (body, prefix)
 }
 
 /// The request options Gemini and Vertex AI take; they have no switch for parallel calls and no
@@ -98,10 +156,16 @@ pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
     request.check_options("Gemini", SUPPORTED_OPTIONS)
 }
 
-/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport), read
+/// back from the bytes [`build_request`] sends (see [`sinew_http::json::read_body`]).
 pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config, request)));
+    sinew_http::json::read_body(&body)
+}
+
+/// The body's fields but `contents`.
+fn other_fields(request: &StreamRequest<'_>) -> Map<String, Value> {
     let mut body = Map::new();
-    body.insert("contents".into(), contents(config, request).into());
     if !request.system_prompt.is_empty() {
         body.insert("systemInstruction".into(), json!({"parts": [{"text": request.system_prompt}]}));
     }
@@ -164,7 +228,7 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
     if !generation.is_empty() {
         body.insert("generationConfig".into(), Value::Object(generation));
     }
-    Value::Object(body)
+    body
 }
 
 /// The keywords of JSON Schema Gemini takes (`parametersJsonSchema`, `responseJsonSchema`), as
@@ -254,22 +318,23 @@ fn thinking_config(model: &str, level: ThinkingLevel) -> Option<Value> {
     })
 }
 
-fn contents(config: &GeminiConfig, request: &StreamRequest<'_>) -> Vec<Value> {
-    let gemini3 = request.model.contains("gemini-3");
-    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
-    for message in request.messages {
-        match message {
+/// Writes the history's turns after the messages `prefix` holds, each followed by a comma, and
+/// marks where a later request may resume: after a message that leaves no turn of function
+/// responses open (the results of one batch go back together, in one user turn).
+fn write_contents(config: &GeminiConfig, request: &StreamRequest<'_>, prefix: &mut WirePrefix) {
+    let gemini3 = is_gemini3(request.model);
+    // The parts of an open user turn of function responses: the next result joins it.
+    let mut results: Vec<Value> = Vec::new();
+    let start = prefix.messages();
+    for (index, message) in request.messages.iter().enumerate().skip(start) {
+        let turn = match message {
             Message::User(user) => {
                 let parts: Vec<Value> = user.content.iter().filter_map(user_part).collect();
-                if !parts.is_empty() {
-                    out.push(json!({"role": "user", "parts": parts}));
-                }
+                (!parts.is_empty()).then(|| json!({"role": "user", "parts": parts}))
             }
             Message::Assistant(assistant) => {
                 let parts = model_parts(config, assistant, gemini3);
-                if !parts.is_empty() {
-                    out.push(json!({"role": "model", "parts": parts}));
-                }
+                (!parts.is_empty()).then(|| json!({"role": "model", "parts": parts}))
             }
             Message::ToolResult(result) => {
                 let text = sinew_core::join_text(&result.content, "\n");
@@ -279,28 +344,36 @@ fn contents(config: &GeminiConfig, request: &StreamRequest<'_>) -> Vec<Value> {
                     // Ids the service issued go back; ids we generated never existed there.
                     response["id"] = result.tool_call_id.as_str().into();
                 }
-                let mut parts = vec![json!({"functionResponse": response})];
+                results.push(json!({"functionResponse": response}));
                 // Images, documents and audio a tool returned follow its response as parts.
-                parts
+                results
                     .extend(result.content.iter().filter(|c| !matches!(c, Content::Text { .. })).filter_map(user_part));
-                // The results of one batch go back together, in one user turn.
-                match out.last_mut() {
-                    Some(previous)
-                        if previous["role"] == "user"
-                            && previous["parts"]
-                                .as_array()
-                                .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some())) =>
-                    {
-                        if let Some(existing) = previous["parts"].as_array_mut() {
-                            existing.extend(parts);
-                        }
-                    }
-                    _ => out.push(json!({"role": "user", "parts": parts})),
-                }
+                None
             }
+        };
+        if let Some(turn) = turn {
+            write_turn(prefix, &mut results);
+            write_value(prefix, &turn);
+        }
+        if results.is_empty() {
+            prefix.mark(index + 1);
         }
     }
-    out
+    write_turn(prefix, &mut results);
+}
+
+/// Writes the open turn of function responses, if any.
+fn write_turn(prefix: &mut WirePrefix, results: &mut Vec<Value>) {
+    if !results.is_empty() {
+        write_value(prefix, &json!({"role": "user", "parts": std::mem::take(results)}));
+    }
+}
+
+fn write_value(prefix: &mut WirePrefix, value: &Value) {
+    let bytes = prefix.bytes_mut();
+    // A `Value` always serializes: its keys are strings, its numbers finite.
+    let _ = serde_json::to_writer(&mut *bytes, value);
+    bytes.push(b',');
 }
 
 fn user_part(content: &Content) -> Option<Value> {
@@ -319,7 +392,11 @@ fn user_part(content: &Content) -> Option<Value> {
 /// Refuses what Gemini cannot carry in a user message or tool result: an image URL without its
 /// media type (`fileData` needs one).
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
-    request.check_inputs("Gemini", |content| match content {
+    check_inputs_from(request, 0)
+}
+
+fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), ProviderError> {
+    request.check_inputs_from(first, "Gemini", |content| match content {
         Content::ImageUrl { mime_type: None, .. } => Err("a file URL needs its media type (set `mime_type`)".into()),
         _ => Ok(()),
     })

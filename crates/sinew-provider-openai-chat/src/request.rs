@@ -195,14 +195,8 @@ impl OpenAiChatConfig {
 /// The headers and JSON body of a streaming `/chat/completions` call, every message written (the
 /// provider resumes from what [`StreamRequest::history`] kept, and checks the inputs first).
 pub fn build_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> HttpRequest {
-    if request.cache_config.has_manual_breakpoints() {
-        tracing::debug!(
-            service = "Chat Completions",
-            "the service caches by itself: the cache breakpoints are ignored"
-        );
-    }
     let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config)));
-    http_request(config, body)
+    http_request(config, request, body)
 }
 
 /// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
@@ -211,21 +205,23 @@ pub(crate) fn checked_request(
     config: &OpenAiChatConfig,
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
-    let prefix = take_prefix(config, request);
+    let prefix = request.wire_prefix(message_format(config));
     if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        if let Some(history) = request.history {
-            history.keep(prefix);
-        }
+        request.keep_wire_prefix(prefix);
         return Err(error);
     }
     let (body, prefix) = body_bytes(config, request, prefix);
-    if let Some(history) = request.history {
-        history.keep(prefix);
-    }
-    Ok(http_request(config, body))
+    request.keep_wire_prefix(prefix);
+    Ok(http_request(config, request, body))
 }
 
-fn http_request(config: &OpenAiChatConfig, body: Vec<u8>) -> HttpRequest {
+fn http_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
+    if request.cache_config.has_manual_breakpoints() {
+        tracing::debug!(
+            service = "Chat Completions",
+            "the service caches by itself: the cache breakpoints are ignored"
+        );
+    }
     let url = url_with_query(&config.base_url, "/chat/completions", &config.query);
     let mut http = HttpRequest::post_json(url, body).header("accept", "text/event-stream");
     config.auth.apply(&mut http);
@@ -233,17 +229,11 @@ fn http_request(config: &OpenAiChatConfig, body: Vec<u8>) -> HttpRequest {
     http
 }
 
-/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport), read
+/// back from the bytes [`build_request`] sends (see [`sinew_http::json::read_body`]).
 pub fn body(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Value {
     let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config)));
-    serde_json::from_slice(&body).unwrap_or_default()
-}
-
-/// What the history's cache kept of the previous request's messages, cut back to those unchanged
-/// (see [`sinew_core::wire`]); an empty prefix without a cache.
-fn take_prefix(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> WirePrefix {
-    let format = message_format(config);
-    request.history.map_or_else(|| WirePrefix::new(format), |history| history.take(format))
+    sinew_http::json::read_body(&body)
 }
 
 /// The body, written straight from borrowed wire structs (the history is resent every turn, so no

@@ -237,3 +237,66 @@ fn breakpoints_placed_by_hand_are_ignored_with_a_debug_log() {
     );
     assert_eq!(logs(sinew_core::CacheConfig::default()), "", "automatic caching is what Gemini does");
 }
+
+/// The body of `messages` for `model`, its messages resumed from `cache` when given.
+fn body_with(model: &str, messages: &[Message], cache: Option<(&sinew_core::WireCache, usize)>) -> Vec<u8> {
+    let config = GeminiConfig::gemini("k");
+    let refs: Vec<&Message> = messages.iter().collect();
+    let mut request = StreamRequest::new(model, "Be brief.", &refs);
+    request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
+    checked_request(&config, &request).unwrap().body.to_vec()
+}
+
+proptest::proptest! {
+    /// A body whose contents resume from what the history's cache kept is the body written whole,
+    /// byte for byte: however the history grows (function responses of one batch sharing a turn,
+    /// empty messages between them), however little of it the caller says is unchanged, after it
+    /// is rewritten, and when the model changes to one that signs calls otherwise.
+    #[test]
+    fn a_resumed_body_is_the_body_written_whole(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(0..12_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15), proptest::bool::weighted(0.2)),
+            1..12,
+        ),
+    ) {
+        let mut pool = round_trip_history("google", json!({"executableCode": {"code": "1"}}));
+        pool.extend([
+            Message::ToolResult(sinew_core::ToolResultMessage::error("call_3", "read", "gone")),
+            Message::user(""),
+            Message::ToolResult(sinew_core::ToolResultMessage {
+                content: vec![Content::image("AAAA", "image/png")],
+                ..sinew_core::ToolResultMessage::error("google-fc-4", "read", "")
+            }),
+        ]);
+        let cache = sinew_core::WireCache::default();
+        let mut history: Vec<Message> = Vec::new();
+        let mut model = "gemini-2.5-flash";
+        for (appended, forget, rewrite, switch) in steps {
+            if switch {
+                model = if model == "gemini-2.5-flash" { "gemini-3-pro" } else { "gemini-2.5-flash" };
+            }
+            let unchanged = if rewrite {
+                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
+                0
+            } else {
+                let unchanged = history.len().saturating_sub(forget * 2);
+                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
+                unchanged
+            };
+            let whole = body_with(model, &history, None);
+            let resumed = body_with(model, &history, Some((&cache, unchanged)));
+            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
+            serde_json::from_slice::<Value>(&whole).unwrap();
+        }
+    }
+}
+
+/// A caller that says more messages are unchanged than the request has gets no more than it has.
+#[test]
+fn a_claim_beyond_the_history_is_cut_to_it() {
+    let cache = sinew_core::WireCache::default();
+    let long = vec![Message::user("one"), Message::user("two"), Message::user("three")];
+    body_with("gemini-2.5-flash", &long, Some((&cache, 0)));
+    let body = String::from_utf8(body_with("gemini-2.5-flash", &long[..1], Some((&cache, 9)))).unwrap();
+    assert!(body.starts_with(r#"{"contents":[{"parts":[{"text":"one"}],"role":"user"}],"#), "{body}");
+}
