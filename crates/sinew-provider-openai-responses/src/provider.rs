@@ -5,7 +5,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{ResponsesEvents, decoder};
-use crate::request::{ResponsesConfig, build_request, check_inputs, check_options};
+use crate::request::{ResponsesConfig, check_options, checked_request};
 
 /// A model behind a Responses endpoint: OpenAI or Azure OpenAI.
 ///
@@ -40,8 +40,7 @@ impl Protocol for OpenAiResponses {
 
     fn request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
         check_options(request)?;
-        check_inputs(request)?;
-        Ok(build_request(config, request))
+        checked_request(config, request)
     }
 
     fn decoder(config: &ResponsesConfig, model: &str) -> Self::Decoder {

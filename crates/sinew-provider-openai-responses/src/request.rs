@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ToolChoice,
+    WirePrefix,
 };
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
@@ -84,8 +85,30 @@ impl ResponsesConfig {
     }
 }
 
-/// The headers and JSON body of a streaming `/responses` call.
+/// The headers and JSON body of a streaming `/responses` call, every message written (the
+/// provider resumes from what [`StreamRequest::history`] kept, and checks the inputs first).
 pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config)));
+    http_request(config, request, body)
+}
+
+/// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
+/// the messages written again, the others were checked when they were first written.
+pub(crate) fn checked_request(
+    config: &ResponsesConfig,
+    request: &StreamRequest<'_>,
+) -> Result<HttpRequest, ProviderError> {
+    let prefix = request.wire_prefix(message_format(config));
+    if let Err(error) = check_inputs_from(request, prefix.messages()) {
+        request.keep_wire_prefix(prefix);
+        return Err(error);
+    }
+    let (body, prefix) = body_bytes(config, request, prefix);
+    request.keep_wire_prefix(prefix);
+    Ok(http_request(config, request, body))
+}
+
+fn http_request(config: &ResponsesConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
     if request.cache_config.has_manual_breakpoints() {
         tracing::debug!(
             service = "The Responses API",
@@ -93,11 +116,58 @@ pub fn build_request(config: &ResponsesConfig, request: &StreamRequest<'_>) -> H
         );
     }
     let url = url_with_query(&config.base_url, "/responses", &config.query);
-    let mut http = HttpRequest::post_json(url, sinew_http::json::bytes(&body(config, request)))
-        .header("accept", "text/event-stream");
+    let mut http = HttpRequest::post_json(url, body).header("accept", "text/event-stream");
     config.auth.apply(&mut http);
     http.headers.extend(config.extra_headers.iter().cloned());
     http
+}
+
+/// What decides the bytes of a history message here: this builder, and the provider id (items
+/// go back with their ids only to the service that made them).
+fn message_format(config: &ResponsesConfig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    ("openai-responses/1", &config.provider_id).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The body: `input` resumed after the messages `prefix` holds (see [`sinew_core::wire`]), among
+/// the other fields in the order a JSON object writes its keys (sorted). Returns the body and the
+/// prefix of this request's messages.
+fn body_bytes(config: &ResponsesConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+    write_input(config, request.messages, &mut prefix);
+    let mut after = other_fields(config, request);
+    let mut before = Map::new();
+    let earlier: Vec<String> = after.keys().filter(|key| key.as_str() < "input").cloned().collect();
+    for key in earlier {
+        if let Some(value) = after.remove(&key) {
+            before.insert(key, value);
+        }
+    }
+    let (before, after) =
+        (sinew_http::json::bytes(&Value::Object(before)), sinew_http::json::bytes(&Value::Object(after)));
+    let mut body = Vec::with_capacity(before.len() + prefix.bytes().len() + after.len() + 16);
+    body.push(b'{');
+    // Each is `{...}`; what is between the braces goes in.
+    let inner = |object: &[u8]| object.get(1..object.len().saturating_sub(1)).unwrap_or_default().to_vec();
+    let before = inner(&before);
+    if !before.is_empty() {
+        body.extend_from_slice(&before);
+        body.push(b',');
+    }
+    body.extend_from_slice(b"\"input\":[");
+    body.extend_from_slice(prefix.bytes());
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.push(b']');
+    let after = inner(&after);
+    if !after.is_empty() {
+        body.push(b',');
+        body.extend_from_slice(&after);
+    }
+    body.push(b'}');
+    (body, prefix)
 }
 
 /// The request options the Responses API takes; it has no stop sequences, `top_k`, seed or
@@ -109,14 +179,20 @@ pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
     request.check_options("The Responses API", SUPPORTED_OPTIONS)
 }
 
-/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport), read
+/// back from the bytes [`build_request`] sends (see [`sinew_http::json::read_body`]).
 pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
+    let (body, _) = body_bytes(config, request, WirePrefix::new(message_format(config)));
+    sinew_http::json::read_body(&body)
+}
+
+/// The body's fields but `input`.
+fn other_fields(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), request.model.into());
     if !request.system_prompt.is_empty() {
         body.insert("instructions".into(), request.system_prompt.into());
     }
-    body.insert("input".into(), input(config, request.messages).into());
     body.insert("stream".into(), true.into());
     body.insert("store".into(), false.into());
     if !request.tools.is_empty() {
@@ -179,14 +255,18 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
         // Without storage, reasoning comes back encrypted so the next turn can carry it.
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     }
-    Value::Object(body)
+    body
 }
 
-fn input(config: &ResponsesConfig, history: &[&Message]) -> Vec<Value> {
-    let mut items = Vec::with_capacity(history.len());
+/// Writes the input items of the history's messages after those `prefix` holds, each followed by
+/// a comma, and marks where a later request may resume: after every message but a tool result
+/// whose attachments still wait for the user message that follows the batch.
+fn write_input(config: &ResponsesConfig, history: &[&Message], prefix: &mut WirePrefix) {
+    let mut items: Vec<Value> = Vec::new();
     // Images returned by tools cannot go in `function_call_output`; they follow the batch.
     let mut tool_images: Vec<Value> = Vec::new();
-    for message in history {
+    let start = prefix.messages();
+    for (index, message) in history.iter().enumerate().skip(start) {
         if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
             items.push(images_turn(&mut tool_images));
         }
@@ -208,11 +288,24 @@ fn input(config: &ResponsesConfig, history: &[&Message]) -> Vec<Value> {
                 items.push(json!({"type": "function_call_output", "call_id": result.tool_call_id, "output": output}));
             }
         }
+        write_items(prefix, &mut items);
+        if tool_images.is_empty() {
+            prefix.mark(index + 1);
+        }
     }
     if !tool_images.is_empty() {
         items.push(images_turn(&mut tool_images));
+        write_items(prefix, &mut items);
     }
-    items
+}
+
+fn write_items(prefix: &mut WirePrefix, items: &mut Vec<Value>) {
+    let bytes = prefix.bytes_mut();
+    for item in items.drain(..) {
+        // A `Value` always serializes: its keys are strings, its numbers finite.
+        let _ = serde_json::to_writer(&mut *bytes, &item);
+        bytes.push(b',');
+    }
 }
 
 fn images_turn(images: &mut Vec<Value>) -> Value {
@@ -240,7 +333,11 @@ fn input_part(content: &Content) -> Option<Value> {
 
 /// Refuses what the Responses API cannot carry in a user message or tool result: audio.
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
-    request.check_inputs("The Responses API", |content| match content {
+    check_inputs_from(request, 0)
+}
+
+fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), ProviderError> {
+    request.check_inputs_from(first, "The Responses API", |content| match content {
         Content::Audio { .. } => Err("it takes no audio input".into()),
         _ => Ok(()),
     })

@@ -167,3 +167,62 @@ fn the_cache_key_goes_as_prompt_cache_key_to_openai_while_caching() {
     let disabled = sinew_core::CacheConfig::new(true, sinew_core::CacheStrategy::Disabled);
     assert_eq!(key(&ResponsesConfig::openai("sk"), disabled), Value::Null);
 }
+
+/// The body of `messages`, its input resumed from `cache` when given.
+fn body_with(
+    config: &ResponsesConfig,
+    messages: &[Message],
+    cache: Option<(&sinew_core::WireCache, usize)>,
+    thinking: bool,
+) -> Vec<u8> {
+    let refs: Vec<&Message> = messages.iter().collect();
+    let mut request = StreamRequest::new("gpt-x", "Be brief.", &refs);
+    if thinking {
+        // `include` is written before `input`.
+        request.thinking_level = ThinkingLevel::Medium;
+    }
+    request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
+    checked_request(config, &request).unwrap().body.to_vec()
+}
+
+proptest::proptest! {
+    /// A body whose input resumes from what the history's cache kept is the body written whole,
+    /// byte for byte: however the history grows (tool results with images waiting for the user
+    /// message after the batch included), however little of it the caller says is unchanged, and
+    /// after it is rewritten; with and without the fields written before `input`.
+    #[test]
+    fn a_resumed_body_is_the_body_written_whole(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(0..12_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15)),
+            1..12,
+        ),
+        thinking in proptest::bool::ANY,
+    ) {
+        let config = ResponsesConfig::openai("k");
+        let opaque = json!({"type": "web_search_call", "id": "ws_1", "status": "completed"});
+        let mut pool = round_trip_history(&config.provider_id, opaque);
+        pool.extend([
+            Message::ToolResult(sinew_core::ToolResultMessage {
+                content: vec![sinew_core::Content::image("AAAA", "image/png")],
+                ..sinew_core::ToolResultMessage::error("call_9", "read", "")
+            }),
+            Message::user(""),
+        ]);
+        let cache = sinew_core::WireCache::default();
+        let mut history: Vec<Message> = Vec::new();
+        for (appended, forget, rewrite) in steps {
+            let unchanged = if rewrite {
+                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
+                0
+            } else {
+                let unchanged = history.len().saturating_sub(forget * 2);
+                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
+                unchanged
+            };
+            let whole = body_with(&config, &history, None, thinking);
+            let resumed = body_with(&config, &history, Some((&cache, unchanged)), thinking);
+            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
+            serde_json::from_slice::<Value>(&whole).unwrap();
+        }
+    }
+}
