@@ -717,6 +717,14 @@ impl Run<'_> {
         message
     }
 
+    /// The history's estimated tokens: an agent's counted as it grows, another's counted whole.
+    fn estimate(&mut self, messages: &[AgentMessage], counter: &Arc<dyn TokenCounter>) -> usize {
+        match self.wire.as_deref_mut() {
+            Some(wire) => wire.tokens(messages, counter),
+            None => total_tokens(messages, &**counter),
+        }
+    }
+
     /// Runs the compaction strategy (the tiered cascade unless configured otherwise) when a
     /// context configuration is set.
     async fn compact(&mut self, context: &mut AgentContext) {
@@ -728,15 +736,19 @@ impl Run<'_> {
         if mem::take(&mut self.force_compaction) {
             // The provider said the prompt overflowed, whatever our estimate says: aim for three
             // quarters of what was sent.
-            let estimate = total_tokens(&context.messages, counter);
+            let estimate = self.estimate(&context.messages, &context_config.token_counter);
             budget.to_mut().max_context_tokens =
                 (estimate * 3 / 4 + context_config.system_prompt_tokens).min(context_config.max_context_tokens);
         } else {
-            let reported = self.context_size.current_tokens(&context.messages);
+            let reported = if self.context_size.is_current(&context.messages) {
+                self.context_size.current_tokens(&context.messages)
+            } else {
+                self.estimate(&context.messages, &context_config.token_counter)
+            };
             if reported > history_budget {
                 // The provider counts more than our estimate: shrink the budget by the same ratio,
                 // so the strategy, which estimates, still brings the real size under the budget.
-                let estimate = total_tokens(&context.messages, counter);
+                let estimate = self.estimate(&context.messages, &context_config.token_counter);
                 if estimate < reported {
                     budget.to_mut().max_context_tokens =
                         history_budget * estimate / reported + context_config.system_prompt_tokens;
@@ -746,8 +758,8 @@ impl Run<'_> {
         // The default strategy leaves a history within the budget as it is: an agent's history,
         // counted as it grows, is not counted whole again on every call to learn that.
         if self.config.compaction_strategy.is_none()
-            && let Some(wire) = self.wire.as_deref_mut()
-            && wire.tokens(&context.messages, &context_config.token_counter) <= budget.history_budget()
+            && self.wire.is_some()
+            && self.estimate(&context.messages, &context_config.token_counter) <= budget.history_budget()
         {
             return;
         }
