@@ -87,8 +87,15 @@ impl<'a> StreamRequest<'a> {
     /// `format` and cut back to this request's unchanged messages (never more than it has); an
     /// empty prefix in `format` when it has no cache (see [`crate::wire`]).
     pub fn wire_prefix(&self, format: u64) -> WirePrefix {
+        self.wire_prefix_within(format, self.messages.len())
+    }
+
+    /// [`wire_prefix`](Self::wire_prefix) cut back to the first `messages` messages as well: a
+    /// builder whose bytes for a message depend on where it stands (a cache breakpoint near the
+    /// end) reuses none of those.
+    pub fn wire_prefix_within(&self, format: u64, messages: usize) -> WirePrefix {
         match self.history {
-            Some(history) => history.cache.take(format, history.unchanged.min(self.messages.len())),
+            Some(history) => history.cache.take(format, history.unchanged.min(self.messages.len()).min(messages)),
             None => WirePrefix::new(format),
         }
     }

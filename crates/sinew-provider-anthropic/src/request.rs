@@ -87,8 +87,7 @@ pub(crate) fn checked_request(
     config: &AnthropicConfig,
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
-    let format = message_format(request);
-    let prefix = request.wire_prefix(format);
+    let prefix = request.wire_prefix_within(message_format(request), kept_messages(request));
     if let Err(error) = check_inputs_from(request, prefix.messages()) {
         request.keep_wire_prefix(prefix);
         return Err(error);
@@ -144,14 +143,7 @@ fn body_bytes(config: &AnthropicConfig, request: &StreamRequest<'_>, mut prefix:
     // `head` always holds the model, `rest` may be empty.
     let head = serde_json::to_vec(&head).unwrap_or_default();
     let rest = serde_json::to_vec(&rest).unwrap_or_default();
-    // The breakpoint goes on the second-to-last message: no later request, with as many messages
-    // or more, puts it before that.
-    let keep_before = if request.cache_config.caches_messages() {
-        request.messages.len().saturating_sub(2)
-    } else {
-        request.messages.len()
-    };
-    write_messages(request.messages, request.cache_breakpoints().message, keep_before, &mut prefix);
+    write_messages(request.messages, request.cache_breakpoints().message, kept_messages(request), &mut prefix);
     let mut body = Vec::with_capacity(head.len() + prefix.bytes().len() + rest.len() + 16);
     body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
     body.extend_from_slice(b",\"messages\":[");
@@ -168,6 +160,15 @@ fn body_bytes(config: &AnthropicConfig, request: &StreamRequest<'_>, mut prefix:
         }
     }
     (body, prefix)
+}
+
+/// How many of the first messages may be written from, or kept for, another request: all but the
+/// last two when they get a cache breakpoint (it goes on the second-to-last message, so a request
+/// puts it no earlier than that: bytes kept of those never carry one, and none is reused where
+/// this request puts it).
+fn kept_messages(request: &StreamRequest<'_>) -> usize {
+    let len = request.messages.len();
+    if request.cache_config.caches_messages() { len.saturating_sub(2) } else { len }
 }
 
 /// The body's fields before `messages`.
@@ -330,7 +331,10 @@ impl Serialize for Block<'_> {
                 return value.serialize(serializer);
             }
             let mut value = (*value).clone();
-            value["cache_control"] = json!({"type": "ephemeral"});
+            // A block is an object; anything else (a caller's own opaque data) goes as it is.
+            if let Value::Object(block) = &mut value {
+                block.insert("cache_control".into(), json!({"type": "ephemeral"}));
+            }
             return value.serialize(serializer);
         }
         let mut map = serializer.serialize_map(None)?;

@@ -384,6 +384,10 @@ proptest::proptest! {
             let unchanged = if rewrite {
                 history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
                 0
+            } else if forget == 3 {
+                // Shorter, the messages left unchanged: the cache is not cleared.
+                history.truncate(history.len() / 2);
+                history.len()
             } else {
                 let unchanged = history.len().saturating_sub(forget * 2);
                 history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
@@ -413,4 +417,22 @@ fn a_growing_history_is_written_once_up_to_the_breakpoint() {
     let body = String::from_utf8(body_with(&history, Some((&cache, 3)), true)).unwrap();
     assert!(body.contains(r#""text":"ONE"}]},{"role":"user","content":[{"type":"text","text":"two"}]}"#), "{body}");
     assert!(body.contains(r#""text":"three","cache_control":{"type":"ephemeral"}}"#), "{body}");
+}
+
+/// An opaque block that is not an object (a caller's own data) on the cache breakpoint goes as it
+/// is, without a breakpoint, rather than panicking.
+#[test]
+fn an_opaque_block_that_is_no_object_takes_no_breakpoint() {
+    let history = [
+        assistant(
+            PROVIDER_ID,
+            StopReason::Stop,
+            vec![Content::Opaque { provider: PROVIDER_ID.into(), data: json!("raw") }],
+        ),
+        Message::user("next"),
+    ];
+    let refs: Vec<&Message> = history.iter().collect();
+    let request = StreamRequest::new("claude-x", "", &refs);
+    let body = body(&AnthropicConfig::new("k"), &request);
+    assert_eq!(body["messages"][0]["content"], json!(["raw"]));
 }
