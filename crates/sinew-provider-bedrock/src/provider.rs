@@ -7,7 +7,7 @@ use sinew_core::{ProviderError, StreamRequest};
 use sinew_http::{HttpProvider, HttpRequest, Protocol, env_var};
 
 use crate::decode::{BedrockDecoder, PROVIDER_ID, decoder};
-use crate::request::{AwsCredentials, BedrockConfig, EnvCredentials, build_request, check_inputs, check_options};
+use crate::request::{AwsCredentials, BedrockConfig, EnvCredentials, check_options, checked_request};
 
 /// A model on AWS Bedrock, through ConverseStream.
 ///
@@ -40,8 +40,7 @@ impl Protocol for Bedrock {
 
     fn request(config: &BedrockConfig, request: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
         check_options(request)?;
-        check_inputs(request)?;
-        build_request(config, request, SystemTime::now())
+        checked_request(config, request, SystemTime::now())
     }
 
     fn decoder(_: &BedrockConfig, model: &str) -> BedrockDecoder {

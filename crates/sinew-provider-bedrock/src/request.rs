@@ -10,7 +10,7 @@ use aws_sigv4::sign::v4;
 use serde_json::{Map, Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
-    ToolChoice,
+    ToolChoice, WirePrefix,
 };
 use sinew_http::{HttpRequest, env_var};
 
@@ -125,10 +125,39 @@ impl BedrockConfig {
     }
 }
 
-/// The signed request of a ConverseStream call at `time`.
+/// The signed request of a ConverseStream call at `time`, every message written (the provider
+/// resumes from what [`StreamRequest::history`] kept, and checks the inputs first).
 pub fn build_request(
     config: &BedrockConfig,
     request: &StreamRequest<'_>,
+    time: SystemTime,
+) -> Result<HttpRequest, ProviderError> {
+    let (body, _) = body_bytes(request, WirePrefix::new(message_format(request)));
+    signed_request(config, request, body, time)
+}
+
+/// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
+/// the messages written again, the others were checked when they were first written (and hold no
+/// document: a point to resume from comes before the first one, so the count of five holds).
+pub(crate) fn checked_request(
+    config: &BedrockConfig,
+    request: &StreamRequest<'_>,
+    time: SystemTime,
+) -> Result<HttpRequest, ProviderError> {
+    let prefix = request.wire_prefix_within(message_format(request), resumable_within(request));
+    if let Err(error) = check_inputs_from(request, prefix.messages()) {
+        request.keep_wire_prefix(prefix);
+        return Err(error);
+    }
+    let (body, prefix) = body_bytes(request, prefix);
+    request.keep_wire_prefix(prefix);
+    signed_request(config, request, body, time)
+}
+
+fn signed_request(
+    config: &BedrockConfig,
+    request: &StreamRequest<'_>,
+    body: Vec<u8>,
     time: SystemTime,
 ) -> Result<HttpRequest, ProviderError> {
     let url = format!(
@@ -136,8 +165,7 @@ pub fn build_request(
         config.endpoint.trim_end_matches('/'),
         encode_path_segment(request.model)
     );
-    let mut http = HttpRequest::post_json(url, sinew_http::json::bytes(&body(request)))
-        .header("accept", "application/vnd.amazon.eventstream");
+    let mut http = HttpRequest::post_json(url, body).header("accept", "application/vnd.amazon.eventstream");
     match &config.auth {
         BedrockAuth::ApiKey(key) => http.headers.push(("authorization".into(), format!("Bearer {}", key.0))),
         BedrockAuth::SigV4(provider) => {
@@ -145,6 +173,70 @@ pub fn build_request(
         }
     }
     Ok(http)
+}
+
+/// What decides the bytes of a history message here: this builder, and whether messages get a
+/// `cachePoint` (which the model decides too; its message, which moves, is never kept).
+fn message_format(request: &StreamRequest<'_>) -> u64 {
+    const BUILDER: u64 = 0x6265_6472_6f63_6b31; // "bedrock1"
+    BUILDER ^ u64::from(caches_messages(request))
+}
+
+/// Whether messages get a `cachePoint` in this request (when there are enough).
+fn caches_messages(request: &StreamRequest<'_>) -> bool {
+    takes_cache_points(request.model) && request.cache_config.caches_messages()
+}
+
+/// How many of the first messages a kept prefix may cover here. A point to resume from is where a
+/// turn of one role ended because the next message has another: that message must be unchanged
+/// too, or it might have joined the turn. And with a `cachePoint` on the second-to-last message,
+/// none at or after where this request puts it.
+fn resumable_within(request: &StreamRequest<'_>) -> usize {
+    let unchanged = request.history.map_or(0, |history| history.unchanged);
+    let len = request.messages.len();
+    let before_cache_point = if caches_messages(request) { len.saturating_sub(2) } else { len };
+    unchanged.saturating_sub(1).min(before_cache_point)
+}
+
+/// The body: `messages` resumed after those `prefix` holds (see [`sinew_core::wire`]), among the
+/// other fields in the order a JSON object writes its keys (sorted). Returns the body and the
+/// prefix of this request's messages.
+fn body_bytes(request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+    let before_cache_point =
+        if caches_messages(request) { request.messages.len().saturating_sub(2) } else { request.messages.len() };
+    let cache = cache_points(request);
+    write_messages(request.messages, cache.message, before_cache_point, &mut prefix);
+    let mut after = other_fields(request, cache);
+    let mut before = Map::new();
+    let earlier: Vec<String> = after.keys().filter(|key| key.as_str() < "messages").cloned().collect();
+    for key in earlier {
+        if let Some(value) = after.remove(&key) {
+            before.insert(key, value);
+        }
+    }
+    let (before, after) =
+        (sinew_http::json::bytes(&Value::Object(before)), sinew_http::json::bytes(&Value::Object(after)));
+    // Each is `{...}`; what is between the braces goes in.
+    let inner = |object: &[u8]| object.get(1..object.len().saturating_sub(1)).unwrap_or_default().to_vec();
+    let (before, after) = (inner(&before), inner(&after));
+    let mut body = Vec::with_capacity(before.len() + prefix.bytes().len() + after.len() + 16);
+    body.push(b'{');
+    if !before.is_empty() {
+        body.extend_from_slice(&before);
+        body.push(b',');
+    }
+    body.extend_from_slice(b"\"messages\":[");
+    body.extend_from_slice(prefix.bytes());
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.push(b']');
+    if !after.is_empty() {
+        body.push(b',');
+        body.extend_from_slice(&after);
+    }
+    body.push(b'}');
+    (body, prefix)
 }
 
 /// Signs `request` with SigV4 for `service` in `region` at `time`, adding `authorization`,
@@ -228,11 +320,16 @@ pub fn check_options(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
     Ok(())
 }
 
-/// The JSON body (exposed for snapshot tests and hosts that bring their own transport).
+/// The JSON body (exposed for snapshot tests and hosts that bring their own transport), read
+/// back from the bytes [`build_request`] sends (see [`sinew_http::json::read_body`]).
 pub fn body(request: &StreamRequest<'_>) -> Value {
+    let (body, _) = body_bytes(request, WirePrefix::new(message_format(request)));
+    sinew_http::json::read_body(&body)
+}
+
+/// The body's fields but `messages`.
+fn other_fields(request: &StreamRequest<'_>, cache: sinew_core::CacheBreakpoints) -> Map<String, Value> {
     let mut body = Map::new();
-    let cache = cache_points(request);
-    body.insert("messages".into(), messages(request.messages, cache.message).into());
     if !request.system_prompt.is_empty() {
         let mut system = vec![json!({"text": request.system_prompt})];
         if cache.system {
@@ -289,7 +386,7 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
             json!({"thinking": {"type": "enabled", "budget_tokens": budget}}),
         );
     }
-    Value::Object(body)
+    body
 }
 
 /// A cache checkpoint: what comes before it may be cached.
@@ -305,11 +402,10 @@ const CACHING_CLAUDE: &[&str] =
 /// prompt and messages but not tools. None for the others, which refuse them.
 fn cache_points(request: &StreamRequest<'_>) -> sinew_core::CacheBreakpoints {
     let model = request.model;
-    if model.contains("anthropic.") && CACHING_CLAUDE.iter().any(|family| model.contains(family)) {
-        return request.cache_breakpoints();
-    }
-    if model.contains("amazon.nova") {
-        return sinew_core::CacheBreakpoints { tools: false, ..request.cache_breakpoints() };
+    if takes_cache_points(model) {
+        let all = request.cache_breakpoints();
+        // Nova caches the system prompt and messages, not tools.
+        return if model.contains("amazon.nova") { sinew_core::CacheBreakpoints { tools: false, ..all } } else { all };
     }
     let none = sinew_core::CacheBreakpoints { system: false, tools: false, message: None };
     if request.cache_breakpoints() != none {
@@ -318,17 +414,30 @@ fn cache_points(request: &StreamRequest<'_>) -> sinew_core::CacheBreakpoints {
     none
 }
 
+/// Whether the model takes `cachePoint`s: Claude from 3.5 Haiku and 3.7 Sonnet on, and Nova.
+fn takes_cache_points(model: &str) -> bool {
+    (model.contains("anthropic.") && CACHING_CLAUDE.iter().any(|family| model.contains(family)))
+        || model.contains("amazon.nova")
+}
+
 /// Claude models on Bedrock take Anthropic's thinking budget; others have no such field.
 fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
     // The Anthropic API's floor of 1,024 tokens applies.
     if model.contains("anthropic.claude") { level.token_budget().map(|budget| budget.max(1024)) } else { None }
 }
 
-/// The conversation; a `cachePoint` closes message `cache_at`.
-fn messages(history: &[&Message], cache_at: Option<usize>) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(history.len());
+/// Writes the conversation after the messages `prefix` holds, each turn followed by a comma; a
+/// `cachePoint` closes message `cache_at`; consecutive messages of one role share a turn (Bedrock
+/// wants roles to alternate). Marks where a later request may resume: where a turn ends because
+/// the next message has another role (a mark counts the messages before that one, which must be
+/// unchanged too: see [`resumable_within`]), among the first `keep_before` messages, and only
+/// before the first document (their names are unique across the request).
+fn write_messages(history: &[&Message], cache_at: Option<usize>, keep_before: usize, prefix: &mut WirePrefix) {
     let mut documents = Documents::default();
-    for (index, message) in history.iter().enumerate() {
+    // The turn being filled: its role and blocks.
+    let mut open: Option<(&'static str, Vec<Value>)> = None;
+    let start = prefix.messages();
+    for (index, message) in history.iter().enumerate().skip(start) {
         let (role, mut blocks) = match message {
             Message::User(user) => {
                 ("user", user.content.iter().filter_map(|c| user_block(c, &mut documents)).collect::<Vec<_>>())
@@ -356,18 +465,30 @@ fn messages(history: &[&Message], cache_at: Option<usize>) -> Vec<Value> {
         if cache_at == Some(index) && blocks.last().is_some_and(|b| b.get("reasoningContent").is_none()) {
             blocks.push(CACHE_POINT.clone());
         }
-        // Bedrock wants alternating roles: consecutive turns of one role (a batch of results)
-        // are merged.
-        match out.last_mut() {
-            Some(previous) if previous["role"] == role => {
-                if let Some(content) = previous["content"].as_array_mut() {
-                    content.extend(blocks);
+        match &mut open {
+            Some((open_role, content)) if *open_role == role => content.extend(blocks),
+            _ => {
+                if let Some((open_role, content)) = open.replace((role, blocks)) {
+                    write_turn(prefix, open_role, content);
+                    // What was written covers the messages before this one, whose role ended the
+                    // turn; the documents before it were those of the written turns.
+                    if index <= keep_before && documents.count == 0 {
+                        prefix.mark(index);
+                    }
                 }
             }
-            _ => out.push(json!({"role": role, "content": blocks})),
         }
     }
-    out
+    if let Some((role, content)) = open {
+        write_turn(prefix, role, content);
+    }
+}
+
+fn write_turn(prefix: &mut WirePrefix, role: &str, content: Vec<Value>) {
+    let bytes = prefix.bytes_mut();
+    // A `Value` always serializes: its keys are strings, its numbers finite.
+    let _ = serde_json::to_writer(&mut *bytes, &json!({"role": role, "content": content}));
+    bytes.push(b',');
 }
 
 /// The documents of a request so far: Converse wants each named, the names unique.
@@ -452,8 +573,12 @@ fn document_name(name: Option<&str>, number: usize) -> String {
 /// Refuses what ConverseStream cannot carry in a user message or tool result: URLs (it takes
 /// bytes), audio, documents in other formats than its nine, and more than five documents.
 pub fn check_inputs(request: &StreamRequest<'_>) -> Result<(), ProviderError> {
+    check_inputs_from(request, 0)
+}
+
+fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), ProviderError> {
     let documents = std::cell::Cell::new(0);
-    request.check_inputs("Bedrock ConverseStream", |content| match content {
+    request.check_inputs_from(first, "Bedrock ConverseStream", |content| match content {
         Content::Document { .. } if documents.replace(documents.get() + 1) == MAX_DOCUMENTS => {
             Err(format!("a request holds {MAX_DOCUMENTS} documents at most"))
         }

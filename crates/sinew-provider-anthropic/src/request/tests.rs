@@ -388,6 +388,12 @@ proptest::proptest! {
                 // Shorter, the messages left unchanged: the cache is not cleared.
                 history.truncate(history.len() / 2);
                 history.len()
+            } else if forget == 2 && appended.len() > 1 {
+                // Its end replaced: only the messages before it are unchanged.
+                history.truncate(history.len() / 2);
+                let unchanged = history.len();
+                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
+                unchanged
             } else {
                 let unchanged = history.len().saturating_sub(forget * 2);
                 history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));

@@ -250,7 +250,7 @@ fn body_with(model: &str, messages: &[Message], cache: Option<(&sinew_core::Wire
 proptest::proptest! {
     /// A body whose contents resume from what the history's cache kept is the body written whole,
     /// byte for byte: however the history grows (function responses of one batch sharing a turn,
-    /// empty messages between them), however little of it the caller says is unchanged, when it gets shorter, after it
+    /// empty messages between them), however little of it the caller says is unchanged, when it gets shorter or its end is replaced, after it
     /// is rewritten, and when the model changes to one that signs calls otherwise.
     #[test]
     fn a_resumed_body_is_the_body_written_whole(
@@ -282,6 +282,12 @@ proptest::proptest! {
                 // Shorter, the messages left unchanged: the cache is not cleared.
                 history.truncate(history.len() / 2);
                 history.len()
+            } else if forget == 2 && appended.len() > 1 {
+                // Its end replaced: only the messages before it are unchanged.
+                history.truncate(history.len() / 2);
+                let unchanged = history.len();
+                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
+                unchanged
             } else {
                 let unchanged = history.len().saturating_sub(forget * 2);
                 history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));

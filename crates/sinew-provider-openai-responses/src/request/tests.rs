@@ -188,7 +188,7 @@ fn body_with(
 proptest::proptest! {
     /// A body whose input resumes from what the history's cache kept is the body written whole,
     /// byte for byte: however the history grows (tool results with images waiting for the user
-    /// message after the batch included), however little of it the caller says is unchanged, when it gets shorter, and
+    /// message after the batch included), however little of it the caller says is unchanged, when it gets shorter or its end is replaced, and
     /// after it is rewritten; with and without the fields written before `input`.
     #[test]
     fn a_resumed_body_is_the_body_written_whole(
@@ -218,6 +218,12 @@ proptest::proptest! {
                 // Shorter, the messages left unchanged: the cache is not cleared.
                 history.truncate(history.len() / 2);
                 history.len()
+            } else if forget == 2 && appended.len() > 1 {
+                // Its end replaced: only the messages before it are unchanged.
+                history.truncate(history.len() / 2);
+                let unchanged = history.len();
+                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
+                unchanged
             } else {
                 let unchanged = history.len().saturating_sub(forget * 2);
                 history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
