@@ -83,28 +83,34 @@ impl<'a> StreamRequest<'a> {
         }
     }
 
-    /// What [`history`](Self::history)'s cache kept of earlier requests' messages, written in
-    /// `format` and cut back to this request's unchanged messages (never more than it has); an
-    /// empty prefix in `format` when it has no cache (see [`crate::wire`]).
-    pub fn wire_prefix(&self, format: u64) -> WirePrefix {
-        self.wire_prefix_within(format, self.messages.len())
-    }
-
-    /// [`wire_prefix`](Self::wire_prefix) cut back to the first `messages` messages as well: a
-    /// builder whose bytes for a message depend on where it stands (a cache breakpoint near the
-    /// end) reuses none of those.
-    pub fn wire_prefix_within(&self, format: u64, messages: usize) -> WirePrefix {
-        match self.history {
-            Some(history) => history.cache.take(format, history.unchanged.min(self.messages.len()).min(messages)),
-            None => WirePrefix::new(format),
+    /// Writes this request's messages resuming from what [`history`](Self::history)'s cache kept
+    /// of earlier requests (see [`crate::wire`]), for a request builder: takes the bytes kept in
+    /// `format`, cut back to the unchanged messages and to the first `within` (a builder whose
+    /// bytes for a message depend on where it stands, as a cache breakpoint near the end does,
+    /// reuses none after those); checks the inputs of the messages after them (`check(first)`;
+    /// the others were checked when first written); writes with `write`, which returns what it
+    /// made and the prefix of this request's messages; and keeps that prefix for the next request
+    /// (the prefix it took, when the check fails). Without a cache, every message is checked and
+    /// written.
+    pub fn resume_messages<T>(
+        &self,
+        format: u64,
+        within: usize,
+        check: impl FnOnce(usize) -> Result<(), ProviderError>,
+        write: impl FnOnce(WirePrefix) -> (T, WirePrefix),
+    ) -> Result<T, ProviderError> {
+        let Some(history) = self.history else {
+            check(0)?;
+            return Ok(write(WirePrefix::new(format)).0);
+        };
+        let prefix = history.cache.take(format, history.unchanged.min(self.messages.len()).min(within));
+        if let Err(error) = check(prefix.messages()) {
+            history.cache.keep(prefix);
+            return Err(error);
         }
-    }
-
-    /// Gives `prefix` back to [`history`](Self::history)'s cache, for the next request.
-    pub fn keep_wire_prefix(&self, prefix: WirePrefix) {
-        if let Some(history) = self.history {
-            history.keep(prefix);
-        }
+        let (made, prefix) = write(prefix);
+        history.cache.keep(prefix);
+        Ok(made)
     }
 
     /// Where explicit caching puts its breakpoints for this request, from

@@ -5,37 +5,33 @@
 //! first messages have not changed since the cache was last cleared ([`HistoryCache::unchanged`]):
 //! a history that is only appended to keeps them, and whoever rewrites it clears the cache. A
 //! provider that supports it writes its messages into a [`WirePrefix`] taken from the cache
-//! ([`StreamRequest::wire_prefix`]), resuming after the bytes it wrote for those messages in an
+//! ([`StreamRequest::resume_messages`]), resuming after the bytes it wrote for those messages in an
 //! earlier request, marks the points it can resume from (after a message whose bytes depend on
 //! nothing that follows), and gives the prefix back. A provider that does not ignores the cache.
 //!
 //! The cache holds a second copy of the history as the last provider that used it wrote it
 //! (images as base64 included), for as long as the history lives.
 //!
-//! [`StreamRequest::wire_prefix`]: crate::StreamRequest::wire_prefix
+//! [`StreamRequest::resume_messages`]: crate::StreamRequest::resume_messages
 //!
 //! ```
-//! use sinew_core::wire::{HistoryCache, WireCache, WirePrefix};
+//! use sinew_core::wire::{WireCache, WirePrefix};
 //!
 //! let cache = WireCache::default();
 //! // First request: nothing kept; the provider writes two messages.
-//! let history = HistoryCache { cache: &cache, unchanged: 0 };
-//! let mut prefix = history.take(7);
+//! let mut prefix = cache.take(7, 0);
 //! assert_eq!(prefix.messages(), 0);
 //! prefix.bytes_mut().extend_from_slice(b"{\"a\":1},");
 //! prefix.mark(1);
 //! prefix.bytes_mut().extend_from_slice(b"{\"b\":2},");
 //! prefix.mark(2);
-//! history.keep(prefix);
+//! cache.keep(prefix);
 //! // Next request: the first message is unchanged, the second was rewritten.
-//! let prefix = HistoryCache { cache: &cache, unchanged: 1 }.take(7);
+//! let prefix = cache.take(7, 1);
 //! assert_eq!((prefix.messages(), prefix.bytes()), (1, &b"{\"a\":1},"[..]));
 //! // Bytes written in another format are never reused.
-//! let mut prefix = WirePrefix::new(7);
-//! prefix.bytes_mut().extend_from_slice(b"{\"a\":1},");
-//! prefix.mark(1);
 //! cache.keep(prefix);
-//! assert_eq!(HistoryCache { cache: &cache, unchanged: 1 }.take(8).messages(), 0);
+//! assert_eq!(cache.take(8, 1).messages(), 0);
 //! ```
 
 use std::fmt;
@@ -143,18 +139,6 @@ pub struct HistoryCache<'a> {
     /// (the agent loop: how many its previous request sent; it clears the cache when the
     /// history is rewritten). Only bytes written for those are reused.
     pub unchanged: usize,
-}
-
-impl HistoryCache<'_> {
-    /// The kept prefix in `format`, cut back to the unchanged messages (see [`WireCache::take`]).
-    pub fn take(&self, format: u64) -> WirePrefix {
-        self.cache.take(format, self.unchanged)
-    }
-
-    /// Keeps `prefix` for the next request.
-    pub fn keep(&self, prefix: WirePrefix) {
-        self.cache.keep(prefix);
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// `value` as compact JSON text, what `value.to_string()` gives, written straight into a buffer
 /// rather than through the `Display` machinery: request bodies hold whole histories, and tool
@@ -23,6 +23,61 @@ pub fn text(value: &Value) -> String {
 /// [`text`] as bytes, for a request body.
 pub fn bytes(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// A JSON object written from parts, for request bodies whose history array is written apart
+/// (resumed from bytes kept of an earlier request): the members of `before` and of `after` (each
+/// a serialized object, `{...}`), with `key` between them holding an array of the `items` written
+/// one after the other (each element followed by a comma; the last comma is dropped).
+///
+/// ```
+/// use sinew_http::json::object_with_array;
+///
+/// let body = object_with_array(br#"{"model":"m"}"#, "messages", &[b"1,", b"2,"], br#"{"stream":true}"#);
+/// assert_eq!(body, br#"{"model":"m","messages":[1,2],"stream":true}"#);
+/// assert_eq!(object_with_array(b"{}", "contents", &[b""], b"{}"), br#"{"contents":[]}"#);
+/// ```
+pub fn object_with_array(before: &[u8], key: &str, items: &[&[u8]], after: &[u8]) -> Vec<u8> {
+    // What is between an object's braces.
+    let members =
+        |object: &'_ [u8]| -> Vec<u8> { object.get(1..object.len().saturating_sub(1)).unwrap_or_default().to_vec() };
+    let (before, after) = (members(before), members(after));
+    let length = items.iter().map(|item| item.len()).sum::<usize>();
+    let mut body = Vec::with_capacity(before.len() + key.len() + length + after.len() + 8);
+    body.push(b'{');
+    if !before.is_empty() {
+        body.extend_from_slice(&before);
+        body.push(b',');
+    }
+    body.push(b'"');
+    body.extend_from_slice(key.as_bytes());
+    body.extend_from_slice(b"\":[");
+    for item in items {
+        body.extend_from_slice(item);
+    }
+    if body.last() == Some(&b',') {
+        body.pop();
+    }
+    body.push(b']');
+    if !after.is_empty() {
+        body.push(b',');
+        body.extend_from_slice(&after);
+    }
+    body.push(b'}');
+    body
+}
+
+/// [`object_with_array`] for the other members as a JSON object, whose keys serde_json writes
+/// sorted: `key` goes where it sorts among them.
+pub fn sorted_object_with_array(mut members: Map<String, Value>, key: &str, items: &[&[u8]]) -> Vec<u8> {
+    let mut before = Map::new();
+    let earlier: Vec<String> = members.keys().filter(|member| member.as_str() < key).cloned().collect();
+    for member in earlier {
+        if let Some(value) = members.remove(&member) {
+            before.insert(member, value);
+        }
+    }
+    object_with_array(&bytes(&Value::Object(before)), key, items, &bytes(&Value::Object(members)))
 }
 
 /// A request body a builder wrote, read back as a tree (for a builder's `body()`, which snapshot

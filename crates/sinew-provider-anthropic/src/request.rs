@@ -87,13 +87,12 @@ pub(crate) fn checked_request(
     config: &AnthropicConfig,
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
-    let prefix = request.wire_prefix_within(message_format(request), kept_messages(request));
-    if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        request.keep_wire_prefix(prefix);
-        return Err(error);
-    }
-    let (body, prefix) = body_bytes(config, request, prefix);
-    request.keep_wire_prefix(prefix);
+    let body = request.resume_messages(
+        message_format(request),
+        kept_messages(request),
+        |first| check_inputs_from(request, first),
+        |prefix| body_bytes(config, request, prefix),
+    )?;
     Ok(http_request(config, body))
 }
 
@@ -140,25 +139,10 @@ fn message_format(request: &StreamRequest<'_>) -> u64 {
 /// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
 fn body_bytes(config: &AnthropicConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
     let (head, rest) = wire_body(config, request);
-    // `head` always holds the model, `rest` may be empty.
     let head = serde_json::to_vec(&head).unwrap_or_default();
     let rest = serde_json::to_vec(&rest).unwrap_or_default();
     write_messages(request.messages, request.cache_breakpoints().message, kept_messages(request), &mut prefix);
-    let mut body = Vec::with_capacity(head.len() + prefix.bytes().len() + rest.len() + 16);
-    body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
-    body.extend_from_slice(b",\"messages\":[");
-    body.extend_from_slice(prefix.bytes());
-    if body.last() == Some(&b',') {
-        body.pop();
-    }
-    body.push(b']');
-    match rest.get(1..) {
-        Some(b"}") | None => body.push(b'}'),
-        Some(fields) => {
-            body.push(b',');
-            body.extend_from_slice(fields);
-        }
-    }
+    let body = sinew_http::json::object_with_array(&head, "messages", &[prefix.bytes()], &rest);
     (body, prefix)
 }
 

@@ -144,13 +144,12 @@ pub(crate) fn checked_request(
     request: &StreamRequest<'_>,
     time: SystemTime,
 ) -> Result<HttpRequest, ProviderError> {
-    let prefix = request.wire_prefix_within(message_format(request), resumable_within(request));
-    if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        request.keep_wire_prefix(prefix);
-        return Err(error);
-    }
-    let (body, prefix) = body_bytes(request, prefix);
-    request.keep_wire_prefix(prefix);
+    let body = request.resume_messages(
+        message_format(request),
+        resumable_within(request),
+        |first| check_inputs_from(request, first),
+        |prefix| body_bytes(request, prefix),
+    )?;
     signed_request(config, request, body, time)
 }
 
@@ -206,36 +205,7 @@ fn body_bytes(request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, 
         if caches_messages(request) { request.messages.len().saturating_sub(2) } else { request.messages.len() };
     let cache = cache_points(request);
     write_messages(request.messages, cache.message, before_cache_point, &mut prefix);
-    let mut after = other_fields(request, cache);
-    let mut before = Map::new();
-    let earlier: Vec<String> = after.keys().filter(|key| key.as_str() < "messages").cloned().collect();
-    for key in earlier {
-        if let Some(value) = after.remove(&key) {
-            before.insert(key, value);
-        }
-    }
-    let (before, after) =
-        (sinew_http::json::bytes(&Value::Object(before)), sinew_http::json::bytes(&Value::Object(after)));
-    // Each is `{...}`; what is between the braces goes in.
-    let inner = |object: &[u8]| object.get(1..object.len().saturating_sub(1)).unwrap_or_default().to_vec();
-    let (before, after) = (inner(&before), inner(&after));
-    let mut body = Vec::with_capacity(before.len() + prefix.bytes().len() + after.len() + 16);
-    body.push(b'{');
-    if !before.is_empty() {
-        body.extend_from_slice(&before);
-        body.push(b',');
-    }
-    body.extend_from_slice(b"\"messages\":[");
-    body.extend_from_slice(prefix.bytes());
-    if body.last() == Some(&b',') {
-        body.pop();
-    }
-    body.push(b']');
-    if !after.is_empty() {
-        body.push(b',');
-        body.extend_from_slice(&after);
-    }
-    body.push(b'}');
+    let body = sinew_http::json::sorted_object_with_array(other_fields(request, cache), "messages", &[prefix.bytes()]);
     (body, prefix)
 }
 

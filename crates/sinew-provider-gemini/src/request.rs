@@ -79,14 +79,12 @@ pub(crate) fn checked_request(
     config: &GeminiConfig,
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
-    let format = message_format(config, request);
-    let prefix = request.wire_prefix(format);
-    if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        request.keep_wire_prefix(prefix);
-        return Err(error);
-    }
-    let (body, prefix) = body_bytes(config, request, prefix);
-    request.keep_wire_prefix(prefix);
+    let body = request.resume_messages(
+        message_format(config, request),
+        request.messages.len(),
+        |first| check_inputs_from(request, first),
+        |prefix| body_bytes(config, request, prefix),
+    )?;
     Ok(http_request(config, request, body))
 }
 
@@ -115,26 +113,11 @@ fn is_gemini3(model: &str) -> bool {
     model.contains("gemini-3")
 }
 
-/// The body: `contents` resumed after the messages `prefix` holds (see [`sinew_core::wire`]), then
+/// The body: `contents` resumed after the messages `prefix` holds (see [`sinew_core::wire`]), among
 /// the other fields. Returns the body and the prefix of this request's messages.
 fn body_bytes(config: &GeminiConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
     write_contents(config, request, &mut prefix);
-    // The other fields, in the order a JSON object's keys are written (sorted: `contents` is first).
-    let rest = sinew_http::json::bytes(&Value::Object(other_fields(request)));
-    let mut body = Vec::with_capacity(prefix.bytes().len() + rest.len() + 16);
-    body.extend_from_slice(b"{\"contents\":[");
-    body.extend_from_slice(prefix.bytes());
-    if body.last() == Some(&b',') {
-        body.pop();
-    }
-    body.push(b']');
-    match rest.get(1..) {
-        Some(b"}") | None => body.push(b'}'),
-        Some(fields) => {
-            body.push(b',');
-            body.extend_from_slice(fields);
-        }
-    }
+    let body = sinew_http::json::sorted_object_with_array(other_fields(request), "contents", &[prefix.bytes()]);
     (body, prefix)
 }
 

@@ -205,13 +205,12 @@ pub(crate) fn checked_request(
     config: &OpenAiChatConfig,
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
-    let prefix = request.wire_prefix(message_format(config));
-    if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        request.keep_wire_prefix(prefix);
-        return Err(error);
-    }
-    let (body, prefix) = body_bytes(config, request, prefix);
-    request.keep_wire_prefix(prefix);
+    let body = request.resume_messages(
+        message_format(config),
+        request.messages.len(),
+        |first| check_inputs_from(request, first),
+        |prefix| body_bytes(config, request, prefix),
+    )?;
     Ok(http_request(config, request, body))
 }
 
@@ -244,24 +243,17 @@ fn body_bytes(config: &OpenAiChatConfig, request: &StreamRequest<'_>, mut prefix
     // Every field but the model and the messages; it always holds `"stream"`.
     let rest = serde_json::to_vec(&wire_body(config, request)).unwrap_or_default();
     write_messages(config, request.messages, &mut prefix);
-    let mut body = Vec::with_capacity(prefix.bytes().len() + rest.len() + request.system_prompt.len() + 64);
-    body.extend_from_slice(b"{\"model\":");
-    write_json(&mut body, request.model);
-    body.extend_from_slice(b",\"messages\":[");
+    let mut system = Vec::new();
     if !request.system_prompt.is_empty() {
         let role = match config.system_role {
             SystemRole::System => "system",
             SystemRole::Developer => "developer",
         };
-        write_json(&mut body, &WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
-        body.push(b',');
+        write_json(&mut system, &WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
+        system.push(b',');
     }
-    body.extend_from_slice(prefix.bytes());
-    if body.last() == Some(&b',') {
-        body.pop();
-    }
-    body.extend_from_slice(b"],");
-    body.extend_from_slice(rest.get(1..).unwrap_or_default());
+    let model = serde_json::to_vec(&json!({"model": request.model})).unwrap_or_default();
+    let body = sinew_http::json::object_with_array(&model, "messages", &[&system, prefix.bytes()], &rest);
     (body, prefix)
 }
 

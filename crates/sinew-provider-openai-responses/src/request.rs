@@ -98,13 +98,12 @@ pub(crate) fn checked_request(
     config: &ResponsesConfig,
     request: &StreamRequest<'_>,
 ) -> Result<HttpRequest, ProviderError> {
-    let prefix = request.wire_prefix(message_format(config));
-    if let Err(error) = check_inputs_from(request, prefix.messages()) {
-        request.keep_wire_prefix(prefix);
-        return Err(error);
-    }
-    let (body, prefix) = body_bytes(config, request, prefix);
-    request.keep_wire_prefix(prefix);
+    let body = request.resume_messages(
+        message_format(config),
+        request.messages.len(),
+        |first| check_inputs_from(request, first),
+        |prefix| body_bytes(config, request, prefix),
+    )?;
     Ok(http_request(config, request, body))
 }
 
@@ -136,37 +135,7 @@ fn message_format(config: &ResponsesConfig) -> u64 {
 /// prefix of this request's messages.
 fn body_bytes(config: &ResponsesConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
     write_input(config, request.messages, &mut prefix);
-    let mut after = other_fields(config, request);
-    let mut before = Map::new();
-    let earlier: Vec<String> = after.keys().filter(|key| key.as_str() < "input").cloned().collect();
-    for key in earlier {
-        if let Some(value) = after.remove(&key) {
-            before.insert(key, value);
-        }
-    }
-    let (before, after) =
-        (sinew_http::json::bytes(&Value::Object(before)), sinew_http::json::bytes(&Value::Object(after)));
-    let mut body = Vec::with_capacity(before.len() + prefix.bytes().len() + after.len() + 16);
-    body.push(b'{');
-    // Each is `{...}`; what is between the braces goes in.
-    let inner = |object: &[u8]| object.get(1..object.len().saturating_sub(1)).unwrap_or_default().to_vec();
-    let before = inner(&before);
-    if !before.is_empty() {
-        body.extend_from_slice(&before);
-        body.push(b',');
-    }
-    body.extend_from_slice(b"\"input\":[");
-    body.extend_from_slice(prefix.bytes());
-    if body.last() == Some(&b',') {
-        body.pop();
-    }
-    body.push(b']');
-    let after = inner(&after);
-    if !after.is_empty() {
-        body.push(b',');
-        body.extend_from_slice(&after);
-    }
-    body.push(b'}');
+    let body = sinew_http::json::sorted_object_with_array(other_fields(config, request), "input", &[prefix.bytes()]);
     (body, prefix)
 }
 

@@ -56,6 +56,7 @@ mod options;
 pub mod peers;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod resume;
 pub mod schema;
 mod server;
 mod tools;

@@ -76,3 +76,24 @@ fn skipped_fields_are_only_checked_to_be_well_formed() {
     }
     assert!(serde_json::from_str::<Inner<'_>>(r#"{"skipped": [1, }"#).is_err(), "malformed JSON is refused");
 }
+
+/// A history array goes where its key sorts among the other members, the object stays valid
+/// whatever is empty, and the result reads as the object built whole.
+#[test]
+fn an_array_goes_where_its_key_sorts() {
+    let members =
+        |pairs: &[(&str, Value)]| pairs.iter().cloned().map(|(k, v)| (k.to_owned(), v)).collect::<Map<String, Value>>();
+    let items: [&[u8]; 2] = [b"{\"a\":1},", b"[2],"];
+    for others in [
+        members(&[]),
+        members(&[("include", serde_json::json!(["x"]))]),
+        members(&[("model", serde_json::json!("m")), ("stream", serde_json::json!(true))]),
+        members(&[("additional", serde_json::json!({})), ("zeta", serde_json::json!(null))]),
+    ] {
+        let body = sorted_object_with_array(others.clone(), "input", &items);
+        let mut whole = others;
+        whole.insert("input".into(), serde_json::json!([{"a": 1}, [2]]));
+        assert_eq!(body, bytes(&Value::Object(whole)), "{}", String::from_utf8_lossy(&body));
+    }
+    assert_eq!(sorted_object_with_array(Map::new(), "input", &[]), br#"{"input":[]}"#);
+}

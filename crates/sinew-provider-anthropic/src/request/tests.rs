@@ -360,17 +360,10 @@ fn body_with(messages: &[Message], cache: Option<(&sinew_core::WireCache, usize)
 
 proptest::proptest! {
     /// A body whose messages resume from what the history's cache kept is the body written whole,
-    /// byte for byte: however the history grows (runs of tool results sharing a turn, empty
-    /// answers left out between them, the cache breakpoint moving on), however little of it the
-    /// caller says is unchanged, and after it is rewritten.
+    /// byte for byte (`sinew_testing::resume`): runs of tool results sharing a turn, empty answers
+    /// left out between them, the cache breakpoint moving on, and breakpoints turned on and off.
     #[test]
-    fn a_resumed_body_is_the_body_written_whole(
-        steps in proptest::collection::vec(
-            (proptest::collection::vec(0..12_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15)),
-            1..12,
-        ),
-        breakpoints in proptest::bool::ANY,
-    ) {
+    fn a_resumed_body_is_the_body_written_whole(steps in sinew_testing::resume::history_steps()) {
         let mut pool = round_trip_history(PROVIDER_ID, json!({"type": "server_tool_use", "id": "s"}));
         pool.extend([
             Message::ToolResult(sinew_core::ToolResultMessage::error("call_3", "read", "gone")),
@@ -378,32 +371,9 @@ proptest::proptest! {
             Message::user(""),
             Message::ToolResult(sinew_core::ToolResultMessage::error("call_4", "read", "")),
         ]);
-        let cache = sinew_core::WireCache::default();
-        let mut history: Vec<Message> = Vec::new();
-        for (appended, forget, rewrite) in steps {
-            let unchanged = if rewrite {
-                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
-                0
-            } else if forget == 3 {
-                // Shorter, the messages left unchanged: the cache is not cleared.
-                history.truncate(history.len() / 2);
-                history.len()
-            } else if forget == 2 && appended.len() > 1 {
-                // Its end replaced: only the messages before it are unchanged.
-                history.truncate(history.len() / 2);
-                let unchanged = history.len();
-                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            } else {
-                let unchanged = history.len().saturating_sub(forget * 2);
-                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            };
-            let whole = body_with(&history, None, breakpoints);
-            let resumed = body_with(&history, Some((&cache, unchanged)), breakpoints);
-            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
-            serde_json::from_slice::<Value>(&whole).unwrap();
-        }
+        sinew_testing::resume::check_resumed_bodies(&pool, &steps, |history, cache, unbroken| {
+            Some(body_with(history, cache, !unbroken))
+        })?;
     }
 }
 

@@ -286,27 +286,22 @@ fn no_cache_point_follows_a_reasoning_block() {
 }
 
 /// The body of `messages` for `model`, its messages resumed from `cache` when given.
-fn body_with(model: &str, messages: &[Message], cache: Option<(&sinew_core::WireCache, usize)>) -> Vec<u8> {
+/// `None`: the request was refused.
+fn body_with(model: &str, messages: &[Message], cache: Option<(&sinew_core::WireCache, usize)>) -> Option<Vec<u8>> {
     let config = BedrockConfig::with_api_key("us-east-1", "k");
     let refs: Vec<&Message> = messages.iter().collect();
     let mut request = StreamRequest::new(model, "Be brief.", &refs);
     request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
-    checked_request(&config, &request, suite_time()).unwrap().body.to_vec()
+    checked_request(&config, &request, suite_time()).ok().map(|http| http.body.to_vec())
 }
 
 proptest::proptest! {
     /// A body whose messages resume from what the history's cache kept is the body written whole,
-    /// byte for byte: however the history grows (consecutive messages of one role sharing a turn,
-    /// empty ones between them, documents named across the request, the cache point moving on),
-    /// however little of it the caller says is unchanged, when it gets shorter or its end is replaced, after it is
-    /// rewritten, and when the model changes to one that takes no cache points.
+    /// byte for byte (`sinew_testing::resume`): consecutive messages of one role sharing a turn,
+    /// empty ones between them, documents named across the request (a request with more than five
+    /// is refused both ways), the cache point moving on, and a switch to a model that takes none.
     #[test]
-    fn a_resumed_body_is_the_body_written_whole(
-        steps in proptest::collection::vec(
-            (proptest::collection::vec(0..14_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15), proptest::bool::weighted(0.2)),
-            1..12,
-        ),
-    ) {
+    fn a_resumed_body_is_the_body_written_whole(steps in sinew_testing::resume::history_steps()) {
         let mut pool = round_trip_history(PROVIDER_ID, json!({"toolResult": {"toolUseId": "s", "content": []}}));
         pool.extend([
             Message::ToolResult(sinew_core::ToolResultMessage::error("call_3", "read", "gone")),
@@ -325,44 +320,9 @@ proptest::proptest! {
                 ..AssistantMessage::new(PROVIDER_ID, "m")
             }),
         ]);
-        let cache = sinew_core::WireCache::default();
-        let mut history: Vec<Message> = Vec::new();
-        let models = ["anthropic.claude-sonnet-4-v1", "meta.llama3-70b"];
-        let mut model = 0;
-        for (appended, forget, rewrite, switch) in steps {
-            if switch {
-                model = 1 - model;
-            }
-            let unchanged = if rewrite {
-                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
-                0
-            } else if forget == 3 {
-                // Shorter, the messages left unchanged: the cache is not cleared.
-                history.truncate(history.len() / 2);
-                history.len()
-            } else if forget == 2 && appended.len() > 1 {
-                // Its end replaced: only the messages before it are unchanged.
-                history.truncate(history.len() / 2);
-                let unchanged = history.len();
-                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            } else {
-                let unchanged = history.len().saturating_sub(forget * 2);
-                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            };
-            // A request holds five documents at most: keep the histories that can be sent.
-            let documents = history.iter().filter(|m| m.content().iter().any(|c| matches!(c, Content::Document { .. }))).count();
-            if documents > 5 {
-                history.clear();
-                cache.clear();
-                continue;
-            }
-            let whole = body_with(models[model], &history, None);
-            let resumed = body_with(models[model], &history, Some((&cache, unchanged)));
-            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
-            serde_json::from_slice::<Value>(&whole).unwrap();
-        }
+        sinew_testing::resume::check_resumed_bodies(&pool, &steps, |history, cache, llama| {
+            body_with(if llama { "meta.llama3-70b" } else { "anthropic.claude-sonnet-4-v1" }, history, cache)
+        })?;
     }
 }
 
@@ -378,12 +338,12 @@ fn a_growing_history_is_written_once_up_to_the_cache_point() {
         })
     };
     let mut history = vec![Message::user("one"), assistant("two"), Message::user("three"), assistant("four")];
-    body_with(model, &history, Some((&cache, 0)));
+    body_with(model, &history, Some((&cache, 0))).unwrap();
     history.push(Message::user("five"));
     let refs: Vec<&Message> = history.iter().collect();
     let mut request = StreamRequest::new(model, "", &refs);
     request.history = Some(sinew_core::HistoryCache { cache: &cache, unchanged: 4 });
-    let kept = request.wire_prefix_within(message_format(&request), resumable_within(&request));
+    let kept = cache.take(message_format(&request), resumable_within(&request));
     // Turns end where the next message has another role; the last before the cache point (on
     // message 2, then 3) and the unchanged message after it bound what is reused.
     assert_eq!(kept.messages(), 2);

@@ -249,16 +249,10 @@ fn body_with(model: &str, messages: &[Message], cache: Option<(&sinew_core::Wire
 
 proptest::proptest! {
     /// A body whose contents resume from what the history's cache kept is the body written whole,
-    /// byte for byte: however the history grows (function responses of one batch sharing a turn,
-    /// empty messages between them), however little of it the caller says is unchanged, when it gets shorter or its end is replaced, after it
-    /// is rewritten, and when the model changes to one that signs calls otherwise.
+    /// byte for byte (`sinew_testing::resume`): function responses of one batch sharing a turn,
+    /// empty messages between them, and a switch to a model that signs calls otherwise.
     #[test]
-    fn a_resumed_body_is_the_body_written_whole(
-        steps in proptest::collection::vec(
-            (proptest::collection::vec(0..12_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15), proptest::bool::weighted(0.2)),
-            1..12,
-        ),
-    ) {
+    fn a_resumed_body_is_the_body_written_whole(steps in sinew_testing::resume::history_steps()) {
         let mut pool = round_trip_history("google", json!({"executableCode": {"code": "1"}}));
         pool.extend([
             Message::ToolResult(sinew_core::ToolResultMessage::error("call_3", "read", "gone")),
@@ -268,36 +262,9 @@ proptest::proptest! {
                 ..sinew_core::ToolResultMessage::error("google-fc-4", "read", "")
             }),
         ]);
-        let cache = sinew_core::WireCache::default();
-        let mut history: Vec<Message> = Vec::new();
-        let mut model = "gemini-2.5-flash";
-        for (appended, forget, rewrite, switch) in steps {
-            if switch {
-                model = if model == "gemini-2.5-flash" { "gemini-3-pro" } else { "gemini-2.5-flash" };
-            }
-            let unchanged = if rewrite {
-                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
-                0
-            } else if forget == 3 {
-                // Shorter, the messages left unchanged: the cache is not cleared.
-                history.truncate(history.len() / 2);
-                history.len()
-            } else if forget == 2 && appended.len() > 1 {
-                // Its end replaced: only the messages before it are unchanged.
-                history.truncate(history.len() / 2);
-                let unchanged = history.len();
-                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            } else {
-                let unchanged = history.len().saturating_sub(forget * 2);
-                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            };
-            let whole = body_with(model, &history, None);
-            let resumed = body_with(model, &history, Some((&cache, unchanged)));
-            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
-            serde_json::from_slice::<Value>(&whole).unwrap();
-        }
+        sinew_testing::resume::check_resumed_bodies(&pool, &steps, |history, cache, three| {
+            Some(body_with(if three { "gemini-3-pro" } else { "gemini-2.5-flash" }, history, cache))
+        })?;
     }
 }
 

@@ -256,48 +256,19 @@ fn body_with(config: &OpenAiChatConfig, messages: &[Message], cache: Option<(&Wi
 
 proptest::proptest! {
     /// A body whose messages resume from what the history's cache kept is the body written whole,
-    /// byte for byte: however the history grows (tool results with images waiting for the user
-    /// turn after the batch included), however little of it the caller says is unchanged, when it gets shorter or its end is replaced, and
-    /// after it is rewritten.
+    /// byte for byte (`sinew_testing::resume`): tool results with images waiting for the user turn
+    /// after the batch included, and when the configuration (and so the format) changes.
     #[test]
-    fn a_resumed_body_is_the_body_written_whole(
-        steps in proptest::collection::vec(
-            (proptest::collection::vec(0..9_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15)),
-            1..12,
-        ),
-    ) {
-        let config = OpenAiChatConfig::deepseek("k");
-        let mut pool = sinew_testing::round_trip_history(&config.provider_id, json!({"type": "never sent"}));
+    fn a_resumed_body_is_the_body_written_whole(steps in sinew_testing::resume::history_steps()) {
+        let (deepseek, openai) = (OpenAiChatConfig::deepseek("k"), OpenAiChatConfig::openai("k"));
+        let mut pool = sinew_testing::round_trip_history(&deepseek.provider_id, json!({"type": "never sent"}));
         pool.push(Message::ToolResult(sinew_core::ToolResultMessage {
             content: vec![Content::image("AAAA", "image/png")],
             ..sinew_core::ToolResultMessage::error("call_9", "read", "")
         }));
-        let cache = WireCache::default();
-        let mut history: Vec<Message> = Vec::new();
-        for (appended, forget, rewrite) in steps {
-            let unchanged = if rewrite {
-                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
-                0
-            } else if forget == 3 {
-                // Shorter, the messages left unchanged: the cache is not cleared.
-                history.truncate(history.len() / 2);
-                history.len()
-            } else if forget == 2 && appended.len() > 1 {
-                // Its end replaced: only the messages before it are unchanged.
-                history.truncate(history.len() / 2);
-                let unchanged = history.len();
-                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            } else {
-                let unchanged = history.len().saturating_sub(forget * 2);
-                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            };
-            let whole = body_with(&config, &history, None);
-            let resumed = body_with(&config, &history, Some((&cache, unchanged)));
-            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
-            serde_json::from_slice::<Value>(&whole).unwrap();
-        }
+        sinew_testing::resume::check_resumed_bodies(&pool, &steps, |history, cache, other| {
+            Some(body_with(if other { &openai } else { &deepseek }, history, cache))
+        })?;
     }
 }
 

@@ -187,17 +187,10 @@ fn body_with(
 
 proptest::proptest! {
     /// A body whose input resumes from what the history's cache kept is the body written whole,
-    /// byte for byte: however the history grows (tool results with images waiting for the user
-    /// message after the batch included), however little of it the caller says is unchanged, when it gets shorter or its end is replaced, and
-    /// after it is rewritten; with and without the fields written before `input`.
+    /// byte for byte (`sinew_testing::resume`): tool results with images waiting for the user
+    /// message after the batch included, with and without the fields written before `input`.
     #[test]
-    fn a_resumed_body_is_the_body_written_whole(
-        steps in proptest::collection::vec(
-            (proptest::collection::vec(0..12_usize, 0..6), 0..4_usize, proptest::bool::weighted(0.15)),
-            1..12,
-        ),
-        thinking in proptest::bool::ANY,
-    ) {
+    fn a_resumed_body_is_the_body_written_whole(steps in sinew_testing::resume::history_steps()) {
         let config = ResponsesConfig::openai("k");
         let opaque = json!({"type": "web_search_call", "id": "ws_1", "status": "completed"});
         let mut pool = round_trip_history(&config.provider_id, opaque);
@@ -208,31 +201,8 @@ proptest::proptest! {
             }),
             Message::user(""),
         ]);
-        let cache = sinew_core::WireCache::default();
-        let mut history: Vec<Message> = Vec::new();
-        for (appended, forget, rewrite) in steps {
-            let unchanged = if rewrite {
-                history = appended.iter().rev().map(|&i| pool[i % pool.len()].clone()).collect();
-                0
-            } else if forget == 3 {
-                // Shorter, the messages left unchanged: the cache is not cleared.
-                history.truncate(history.len() / 2);
-                history.len()
-            } else if forget == 2 && appended.len() > 1 {
-                // Its end replaced: only the messages before it are unchanged.
-                history.truncate(history.len() / 2);
-                let unchanged = history.len();
-                history.extend(appended.iter().skip(1).map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            } else {
-                let unchanged = history.len().saturating_sub(forget * 2);
-                history.extend(appended.iter().map(|&i| pool[i % pool.len()].clone()));
-                unchanged
-            };
-            let whole = body_with(&config, &history, None, thinking);
-            let resumed = body_with(&config, &history, Some((&cache, unchanged)), thinking);
-            proptest::prop_assert_eq!(String::from_utf8_lossy(&resumed), String::from_utf8_lossy(&whole));
-            serde_json::from_slice::<Value>(&whole).unwrap();
-        }
+        sinew_testing::resume::check_resumed_bodies(&pool, &steps, |history, cache, thinking| {
+            Some(body_with(&config, history, cache, thinking))
+        })?;
     }
 }
