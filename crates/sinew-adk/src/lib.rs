@@ -31,6 +31,7 @@
 
 pub mod adapter;
 pub mod agent;
+mod app;
 pub mod artifact;
 pub mod callbacks;
 mod context;
@@ -64,6 +65,7 @@ pub use adapter::{
     SessionServiceAdapter, ToolCall, run_and_collect,
 };
 pub use agent::{Agent, AgentNames, check_agent_name};
+pub use app::App;
 pub use artifact::{ArtifactService, ArtifactVersion, FileArtifactService, InMemoryArtifactService};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
 #[cfg(feature = "postgres")]
@@ -83,6 +85,7 @@ pub use history::OTHER_AGENT_PREAMBLE;
 pub use json::to_snake_value;
 pub use llm_agent::{
     IncludeContents, Instruction, InstructionProvider, LlmAgent, LlmAgentBuilder, ReadonlyContext, inject_state,
+    template_state_keys,
 };
 pub use memory::{InMemoryMemoryService, MemoryEntry, MemoryService};
 pub use model::{Llm, ModelAdapter};
@@ -90,6 +93,8 @@ pub use plugin::Plugin;
 pub use record::to_sinew_session;
 pub use runner::{Runner, agent_to_run, new_invocation_id};
 pub use session::{GetSessionConfig, InMemorySessionService, SessionService, apply_event};
+/// The error a tool fails with (sinew-core's, in the signatures of tools and tool callbacks).
+pub use sinew_core::ToolError;
 pub use tool::{FunctionTool, Tool, ToolAdapter, exit_loop};
 pub use types::{LlmRequest, RunAgentRequest, Session};
 pub use workflow::{LoopAgent, ParallelAgent, SequentialAgent};

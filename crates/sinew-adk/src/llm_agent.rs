@@ -805,6 +805,30 @@ pub fn inject_state(template: &str, state: &Map<String, Value>, agent_name: &str
     inject(template, state, None, agent_name)
 }
 
+/// The state keys the placeholders of `template` name, in order, each with whether it is optional
+/// (`{name?}`), as [`inject_state`] reads them; artifacts and placeholders that name no state key
+/// are left out.
+///
+/// ```
+/// assert_eq!(
+///     sinew_adk::template_state_keys("{user:name}, {topic?} {artifact.doc} {not a key} {{plan}}"),
+///     [("user:name".to_owned(), false), ("topic".to_owned(), true), ("plan".to_owned(), false)]
+/// );
+/// ```
+pub fn template_state_keys(template: &str) -> Vec<(String, bool)> {
+    let mut keys = Vec::new();
+    scan(template, |inner| {
+        let (name, optional) = match inner.strip_suffix('?') {
+            Some(name) => (name, true),
+            None => (inner, false),
+        };
+        if !name.starts_with("artifact.") && is_state_name(name) {
+            keys.push((name.to_owned(), optional));
+        }
+    });
+    keys
+}
+
 fn inject(
     template: &str,
     state: &Map<String, Value>,
