@@ -1,5 +1,5 @@
 //! `cargo xtask codegen [--check]`: the model catalog, from `crates/sinew/data/models.toml` to
-//! `crates/sinew/src/catalog/models.rs`.
+//! `crates/sinew/src/catalog/models.rs`, and sinew-fluent's IR (see `fluent`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -25,19 +25,24 @@ const FIELDS: &[&str] = &[
     "as_of",
 ];
 
-/// Writes the generated file, or with `check` fails if it differs from what would be written.
+/// Writes the generated files (the model catalog, sinew-fluent's IR), or with `check` fails if
+/// one differs from what would be written.
 pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
-    let expected = generate(root)?;
-    let path = root.join(GENERATED);
-    if check {
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != expected {
-            bail!("{GENERATED} is stale: run `cargo xtask codegen` and commit the result");
+    let snapshot = std::fs::read_to_string(root.join(crate::fluent::SNAPSHOT))
+        .with_context(|| format!("cannot read {}", crate::fluent::SNAPSHOT))?;
+    let outputs = [(GENERATED, generate(root)?), (crate::fluent::GENERATED, crate::fluent::generate(root, &snapshot)?)];
+    for (file, expected) in outputs {
+        let path = root.join(file);
+        if check {
+            let current = std::fs::read_to_string(&path).unwrap_or_default();
+            if current != expected {
+                bail!("{file} is stale: run `cargo xtask codegen` and commit the result");
+            }
+            println!("codegen: {file} is up to date");
+        } else {
+            std::fs::write(&path, expected).with_context(|| format!("cannot write {}", path.display()))?;
+            println!("codegen: wrote {file}");
         }
-        println!("codegen: {GENERATED} is up to date");
-    } else {
-        std::fs::write(&path, expected).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("codegen: wrote {GENERATED}");
     }
     Ok(())
 }
@@ -110,7 +115,7 @@ fn render(text: &str) -> Result<String> {
     Ok(out)
 }
 
-fn rustfmt(root: &Path, source: &str) -> Result<String> {
+pub(crate) fn rustfmt(root: &Path, source: &str) -> Result<String> {
     let mut child = std::process::Command::new("rustfmt")
         .args(["--edition", "2024", "--emit", "stdout", "--config-path"])
         .arg(root.join("rustfmt.toml"))
@@ -121,7 +126,7 @@ fn rustfmt(root: &Path, source: &str) -> Result<String> {
     child.stdin.take().context("rustfmt stdin")?.write_all(source.as_bytes())?;
     let output = child.wait_with_output()?;
     if !output.status.success() {
-        bail!("rustfmt failed on the generated catalog");
+        bail!("rustfmt failed on generated code");
     }
     Ok(String::from_utf8(output.stdout)?)
 }

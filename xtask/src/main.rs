@@ -22,6 +22,7 @@ mod adk;
 mod adk_conformance;
 mod codegen;
 mod conformance;
+mod fluent;
 mod live;
 mod requirements;
 mod setup;
@@ -54,12 +55,19 @@ fn main() -> Result<()> {
             println!("SINEW_PEERS_DIR={}", dir.display());
             Ok(())
         }
-        Some("codegen") => codegen::run(&root, args.get(1).is_some_and(|a| a == "--check")),
+        Some("codegen") => match (args.get(1).map(String::as_str), args.get(2), args.get(3)) {
+            (Some("--diff"), Some(old), Some(new)) => {
+                let read = |p: &String| std::fs::read_to_string(p).with_context(|| format!("cannot read {p}"));
+                print!("{}", fluent::diff(&read(old)?, &read(new)?)?);
+                Ok(())
+            }
+            (flag, _, _) => codegen::run(&root, flag == Some("--check")),
+        },
         Some("bench") => bench(&args[1..]),
         Some("live") => live::run(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | live | adk | conformance | peers [DIR] | codegen [--check] | bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | live | adk | conformance | peers [DIR] | codegen [--check | --diff OLD NEW] | bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -123,6 +131,7 @@ fn ci(root: &Path) -> Result<()> {
     tidy::run(root)?;
     feature_sets(&ci_cargo)?;
     codegen::run(root, true)?;
+    fluent::check_snapshot(root, &adk_python)?;
 
     let mut tests = ci_cargo();
     tests.args(["nextest", "run", "--workspace", "--all-features", "--no-fail-fast"]);
@@ -163,6 +172,7 @@ const FEATURE_SETS: &[&[&str]] = &[
     &[],
     &["--no-default-features", "--features", "openapi"],
     &["--no-default-features", "--features", "adk"],
+    &["--no-default-features", "--features", "fluent"],
     &["--no-default-features", "--features", "anthropic,tools"],
     &["--no-default-features", "--features", "mcp"],
     &["--no-default-features", "--features", "sessions"],

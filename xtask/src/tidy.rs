@@ -27,6 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("sinew-openapi", &["sinew-core", "sinew-http"]),
     ("sinew-session", &["sinew-core"]),
     ("sinew-adk", &["sinew-core", "sinew-agent", "sinew-compaction", "sinew-session"]),
+    ("sinew-fluent", &["sinew-adk"]),
     ("sinew-testing", &["sinew-core"]),
 ];
 
@@ -62,7 +63,7 @@ pub(crate) fn run(root: &Path) -> Result<()> {
 }
 
 /// Features the facade's default build must leave out: opt-in satellites (REQ-177).
-const OPT_IN: &[&str] = &["openapi", "adk", "postgres", "testing", "tiktoken"];
+const OPT_IN: &[&str] = &["openapi", "adk", "fluent", "postgres", "testing", "tiktoken"];
 
 /// The facade's default features stay small: none of [`OPT_IN`], directly or through another.
 fn check_facade_defaults(package: &Value, problems: &mut Vec<String>) {

@@ -38,6 +38,8 @@
 //! - `tiktoken`: `compaction::TiktokenCounter`, OpenAI's tokenizer for exact token counts.
 //! - `adk`: [`adk`] (`sinew-adk`): Google ADK's data model, with JSON byte-compatible with
 //!   adk-python.
+//! - `fluent`: [`fluent`] (`sinew-fluent`): fluent composition over ADK — builders, operators
+//!   (`>>`, `|`, `*`), backends (ADK, mock, pictures), state transforms and contracts.
 //! - `schema` (default): `typed` (tools from typed async functions) and `extract` (answers as
 //!   Rust values, checked against their schema); adds `schemars` and `jsonschema`.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
@@ -56,6 +58,9 @@ pub use sinew_core::*;
 /// Google ADK's data model, agents and runner.
 #[cfg(feature = "adk")]
 pub use sinew_adk as adk;
+/// Fluent agent composition over ADK.
+#[cfg(feature = "fluent")]
+pub use sinew_fluent as fluent;
 /// The HTTP layer the providers share.
 #[cfg(feature = "http")]
 pub use sinew_http as http;

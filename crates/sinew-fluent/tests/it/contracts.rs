@@ -1,0 +1,108 @@
+//! Contracts between steps, and a 100-agent pipeline.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use sinew_adk::testing::ScriptedLlm;
+use sinew_fluent::{
+    AdkBackend, Agent, Backend as _, DryRunBackend, Error, Execute as _, ExecutionConfig, MockBackend, Node, Pipeline,
+    Route, RunOptions, S, check_contracts, check_contracts_with, final_text, map_over,
+};
+
+#[derive(schemars::JsonSchema, serde::Deserialize)]
+#[allow(dead_code)]
+struct Intent {
+    category: String,
+    confidence: f64,
+}
+
+#[test]
+fn every_read_no_earlier_step_writes_is_reported_with_its_path() {
+    let pipeline = (Agent::named("classifier").instruct("Classify {query}.").outputs("intent")
+        >> Agent::named("resolver").instruct("Resolve {intent} for {customer} on {app:plan}, {extra?}.")
+        >> (Agent::named("a").instruct("{intent}").outputs("left") | Agent::named("b").instruct("{left}")))
+    .build()
+    .unwrap();
+    let issues: Vec<String> = check_contracts(&pipeline).iter().map(ToString::to_string).collect();
+    assert_eq!(
+        issues,
+        [
+            "`classifier_pipeline/classifier` reads `query`, which no earlier step writes",
+            "`classifier_pipeline/resolver` reads `customer`, which no earlier step writes",
+            // Parallel branches do not see each other's writes.
+            "`classifier_pipeline/a_fanout/b` reads `left`, which no earlier step writes",
+        ]
+    );
+    let issues = check_contracts_with(&pipeline, ["query", "customer"]);
+    assert_eq!(issues.len(), 1);
+
+    let error = DryRunBackend::new().compile(&pipeline, &ExecutionConfig::default()).unwrap_err();
+    assert!(matches!(&error, Error::Contracts(i) if i.len() == 3), "{error}");
+    let checked = DryRunBackend::with_initial_state(["query", "customer", "left"])
+        .compile(&pipeline, &ExecutionConfig::default());
+    assert_eq!(checked.unwrap(), 6);
+}
+
+#[test]
+fn typed_contracts_and_untyped_steps_interoperate() {
+    let typed = Agent::named("classifier").produces::<Intent>() >> Agent::named("router").consumes::<Intent>();
+    assert!(check_contracts(&typed.build().unwrap()).is_empty());
+    // An untyped step writing the fields by hand satisfies a typed reader.
+    let by_hand = S::set([("category", json!("billing")), ("confidence", json!(1.0))])
+        >> Agent::named("router").consumes::<Intent>();
+    assert!(check_contracts(&by_hand.build().unwrap()).is_empty());
+    let missing = Agent::named("router").consumes::<Intent>().build().unwrap();
+    let keys: Vec<String> = check_contracts(&missing).into_iter().map(|i| i.key).collect();
+    assert_eq!(keys, ["category", "confidence"]);
+    // Routes read their key; map-over bodies see the item.
+    let routed = Route::new("by", "intent").otherwise(Agent::named("x")).build().unwrap();
+    assert_eq!(check_contracts(&routed)[0].key, "intent");
+    let mapped = (S::set([("items", json!([1]))])
+        >> map_over("each", "items", Agent::named("worker").instruct("Do {_item}.")))
+    .build()
+    .unwrap();
+    assert!(check_contracts(&mapped).is_empty());
+}
+
+/// Agent `i` reads what agent `i - 1` wrote and writes `step_i`.
+fn hundred_agents(model: impl Fn(usize) -> Option<Arc<dyn sinew_adk::Llm>>) -> Node {
+    let mut pipeline = Pipeline::new("hundred");
+    for i in 0..100 {
+        let mut agent = Agent::named(format!("agent_{i}")).outputs(format!("step_{i}"));
+        if i > 0 {
+            agent = agent.instruct(format!("Continue from {{step_{}}}.", i - 1));
+        }
+        if let Some(model) = model(i) {
+            agent = agent.llm(model);
+        }
+        pipeline = pipeline.step(agent);
+    }
+    pipeline.build().unwrap()
+}
+
+#[tokio::test]
+async fn a_hundred_agent_pipeline_checks_and_runs_on_both_backends() {
+    let pipeline = hundred_agents(|_| None);
+    assert!(check_contracts(&pipeline).is_empty());
+    assert_eq!(pipeline.walk().len(), 101);
+
+    let answers: Vec<(String, Value)> =
+        (0..100).map(|i| (format!("agent_{i}"), json!(format!("answer {i}")))).collect();
+    let backend = MockBackend::new(answers);
+    let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
+    let events = backend.run(&compiled, "go", RunOptions::default()).await.unwrap();
+    let order: Vec<&str> = events.iter().map(|e| e.author.as_str()).collect();
+    let expected: Vec<String> = (0..100).map(|i| format!("agent_{i}")).collect();
+    assert_eq!(order, expected);
+    assert_eq!(final_text(&events), "answer 99");
+
+    let models: Vec<Arc<ScriptedLlm>> =
+        (0..100).map(|i| Arc::new(ScriptedLlm::texts([format!("scripted {i}")]))).collect();
+    let scripted = hundred_agents(|i| Some(models[i].clone() as Arc<dyn sinew_adk::Llm>));
+    let backend = AdkBackend::new();
+    let compiled = backend.compile(&scripted, &ExecutionConfig::default()).unwrap();
+    let events = backend.run(&compiled, "go", RunOptions::default()).await.unwrap();
+    assert_eq!(final_text(&events), "scripted 99");
+    let (last_request, _) = &models[99].requests()[0];
+    assert!(serde_json::to_string(last_request).unwrap().contains("Continue from scripted 98."));
+}

@@ -1,0 +1,243 @@
+//! sinew-fluent's own nodes, run on the mock backend (and the ADK backend underneath it).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use sinew_fluent::{
+    Agent, AgentEvent, Backend as _, Error, Execute as _, ExecutionConfig, MockBackend, Node, Route, RunOptions, S,
+    fallback, final_text, gate, map_over, race, tap, timeout, transfer, transfer_if,
+};
+
+use super::Probe;
+
+/// Runs `node` on a mock backend with `answers`, from `initial` state; gives the events and the
+/// state after.
+async fn run(node: impl Into<Node>, answers: Value, initial: Value) -> (Vec<AgentEvent>, Map<String, Value>) {
+    let answers: Map<String, Value> = serde_json::from_value(answers).unwrap();
+    let backend = MockBackend::new(answers);
+    let compiled = backend.compile(&node.into(), &ExecutionConfig::default()).unwrap();
+    let options = RunOptions::default().with_state(serde_json::from_value(initial).unwrap());
+    let events = backend.run(&compiled, "go", options).await.unwrap();
+    let state = super::state(backend.adk(), &compiled).await;
+    (events, state)
+}
+
+fn deltas(events: &[AgentEvent], author: &str) -> Vec<Map<String, Value>> {
+    events.iter().filter(|e| e.author == author).map(|e| e.state_delta.clone()).collect()
+}
+
+fn authors(events: &[AgentEvent]) -> Vec<&str> {
+    events.iter().map(|e| e.author.as_str()).filter(|a| *a != "user").collect()
+}
+
+#[tokio::test]
+async fn set_default_and_merge_write_what_they_say() {
+    let pipeline = S::set([("tone", json!("formal"))])
+        >> S::default([("tone", json!("casual")), ("length", json!("short"))])
+        >> S::merge(["greeting", "name"], "opening")
+        >> S::merge(["tone", "count"], "summary");
+    let (events, state) = run(pipeline, json!({}), json!({"greeting": "Hello", "name": "Ada", "count": 2})).await;
+    assert_eq!(deltas(&events, "set_tone"), [json!({"tone": "formal"}).as_object().unwrap().clone()]);
+    assert_eq!(deltas(&events, "default_length"), [json!({"length": "short"}).as_object().unwrap().clone()]);
+    assert_eq!(state["opening"], "Hello\nAda");
+    assert_eq!(state["summary"], json!({"tone": "formal", "count": 2}));
+}
+
+#[tokio::test]
+async fn pick_drop_and_rename_remove_only_session_scoped_keys() {
+    let initial = json!({"a": 1, "b": 2, "c": 3, "app:plan": "pro", "user:tier": "gold", "temp:scratch": "x"});
+    let (events, state) = run(S::pick(["a", "app:plan"]), json!({}), initial.clone()).await;
+    // Every other session key becomes null; app:, user: and temp: keys are never touched.
+    assert_eq!(
+        deltas(&events, "pick_a"),
+        [json!({"a": 1, "app:plan": "pro", "b": null, "c": null}).as_object().unwrap().clone()]
+    );
+    assert_eq!((&state["b"], &state["user:tier"]), (&Value::Null, &json!("gold")));
+
+    let (events, _) = run(S::drop(["b", "user:tier", "missing"]), json!({}), initial.clone()).await;
+    assert_eq!(deltas(&events, "drop_b"), [json!({"b": null}).as_object().unwrap().clone()]);
+
+    let (events, state) =
+        run(S::rename([("a", "alpha"), ("app:plan", "plan"), ("missing", "m")]), json!({}), initial).await;
+    assert_eq!(
+        deltas(&events, "rename_a"),
+        [json!({"alpha": 1, "a": null, "plan": "pro"}).as_object().unwrap().clone()]
+    );
+    assert_eq!((&state["alpha"], &state["a"], &state["app:plan"]), (&json!(1), &Value::Null, &json!("pro")));
+
+    // A transform with nothing to write writes no event.
+    let (events, _) = run(S::drop(["nothing_here"]), json!({}), json!({})).await;
+    assert!(authors(&events).is_empty(), "{events:?}");
+}
+
+#[tokio::test]
+async fn a_route_runs_the_first_matching_child_else_the_default() {
+    let route = || {
+        Route::new("by_intent", "intent")
+            .when_eq(json!("billing"), Agent::named("billing"))
+            .when("urgent", |v| v.as_str().is_some_and(|s| s.starts_with("urgent")), Agent::named("urgent"))
+            .otherwise(Agent::named("general"))
+    };
+    let answers = json!({"billing": "billing here", "urgent": "on it", "general": "hello"});
+    for (intent, answer) in [("billing", "billing here"), ("urgent: fire", "on it"), ("chat", "hello")] {
+        let (events, _) = run(route(), answers.clone(), json!({"intent": intent})).await;
+        assert_eq!(final_text(&events), answer, "{intent}");
+        assert_eq!(authors(&events).len(), 1);
+    }
+    let no_default = Route::new("by_intent", "intent").when_eq(json!("billing"), Agent::named("billing"));
+    let (events, _) = run(no_default, answers, json!({})).await;
+    assert!(authors(&events).is_empty());
+}
+
+#[tokio::test]
+async fn a_fallback_tries_its_children_in_order() {
+    let (failing, _) = Probe::node("flaky", Duration::ZERO, true);
+    let (events, _) =
+        run(fallback("safe", [failing, Agent::named("backup").into()]), json!({"backup": "from backup"}), json!({}))
+            .await;
+    assert_eq!(final_text(&events), "from backup");
+
+    let (first, _) = Probe::node("first", Duration::ZERO, true);
+    let (second, _) = Probe::node("second", Duration::ZERO, true);
+    let backend = MockBackend::new(Vec::<(String, Value)>::new());
+    let compiled = backend.compile(&fallback("safe", [first, second]), &ExecutionConfig::default()).unwrap();
+    let error = backend.run(&compiled, "go", RunOptions::default()).await.unwrap_err();
+    assert!(error.to_string().contains("second failed"), "the last child's error: {error}");
+
+    let (events, _) =
+        run(Agent::named("main").or_else(Agent::named("spare")), json!({"main": "main", "spare": "spare"}), json!({}))
+            .await;
+    assert_eq!(authors(&events), ["main"], "the spare runs only when the main one fails");
+}
+
+#[tokio::test]
+async fn a_race_keeps_the_first_to_finish_and_cancels_the_others() {
+    let (slow, slow_done) = Probe::node("slow", Duration::from_secs(30), false);
+    let (fast, fast_done) = Probe::node("fast", Duration::from_millis(10), false);
+    let (events, _) = run(race("fastest", [slow, fast]), json!({}), json!({})).await;
+    assert_eq!(final_text(&events), "fast done");
+    assert!(fast_done.load(Ordering::SeqCst));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!slow_done.load(Ordering::SeqCst), "the loser was cancelled");
+
+    // A failing branch does not win.
+    let (failing, _) = Probe::node("failing", Duration::ZERO, true);
+    let (steady, _) = Probe::node("steady", Duration::from_millis(10), false);
+    let (events, _) = run(race("fastest", [failing, steady]), json!({}), json!({})).await;
+    assert_eq!(final_text(&events), "steady done");
+}
+
+#[tokio::test]
+async fn a_gate_stops_for_approval_and_lets_the_next_message_through() {
+    let pipeline = (S::set([("amount", json!(5000))])
+        >> gate("approval", |state| state["amount"].as_i64() > Some(1000), "Approve a refund of 5000?")
+        >> Agent::named("refund"))
+    .build()
+    .unwrap();
+    let backend = MockBackend::new([("refund", json!("Refunded."))]);
+    let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
+    let first = backend.run(&compiled, "refund me", RunOptions::default()).await.unwrap();
+    assert_eq!(final_text(&first), "Approve a refund of 5000?");
+    assert!(!authors(&first).contains(&"refund"), "the invocation stopped at the gate");
+
+    let second = backend.run(&compiled, "yes", RunOptions::default()).await.unwrap();
+    assert_eq!(final_text(&second), "Refunded.");
+    assert_eq!(deltas(&second, "approval"), [json!({"_gate_approval_pending": null}).as_object().unwrap().clone()]);
+
+    // Below the threshold the gate does not ask.
+    let (events, _) = run(
+        gate("approval", |state| state["amount"].as_i64() > Some(1000), "?") >> Agent::named("refund"),
+        json!({"refund": "Refunded."}),
+        json!({"amount": 10}),
+    )
+    .await;
+    assert_eq!(authors(&events), ["refund"]);
+}
+
+#[tokio::test]
+async fn a_tap_reads_the_state_and_writes_nothing() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let seen_by_tap = seen.clone();
+    let pipeline =
+        S::set([("k", json!("v"))]) >> tap(move |state| *seen_by_tap.lock().unwrap() = state.get("k").cloned());
+    let (events, _) = run(pipeline, json!({}), json!({})).await;
+    assert_eq!(*seen.lock().unwrap(), Some(json!("v")));
+    assert_eq!(authors(&events), ["set_k"], "the tap wrote no event");
+}
+
+#[tokio::test]
+async fn map_over_runs_the_body_per_item_and_collects_results_in_order() {
+    let double = S::compute("double", |state| {
+        Map::from_iter([("doubled".to_owned(), json!(state["_item"].as_i64().unwrap_or_default() * 2))])
+    });
+    let node = map_over("each", "numbers", double).result_key("doubled");
+    let (_, state) = run(node.clone(), json!({}), json!({"numbers": [3, 1, 2]})).await;
+    assert_eq!(state["results"], json!([6, 2, 4]));
+
+    let (_, state) = run(node.clone().output_key("doubles").item_key("_item"), json!({}), json!({})).await;
+    assert_eq!(state["doubles"], json!([]), "a missing list maps to nothing");
+
+    let backend = MockBackend::new(Vec::<(String, Value)>::new());
+    let compiled = backend.compile(&node.into(), &ExecutionConfig::default()).unwrap();
+    let options = RunOptions::default().with_state(serde_json::from_value(json!({"numbers": "1,2"})).unwrap());
+    let error = backend.run(&compiled, "go", options).await.unwrap_err();
+    assert!(error.to_string().contains("maps over state `numbers`, which is not a list"), "{error}");
+}
+
+#[tokio::test]
+async fn a_timeout_cancels_its_body_and_the_pipeline_goes_on() {
+    let (slow, finished) = Probe::node("slow", Duration::from_secs(30), false);
+    let pipeline = timeout("bounded", slow, Duration::from_millis(20)) >> Agent::named("after");
+    let (events, state) = run(pipeline, json!({"after": "carried on"}), json!({"kept": true})).await;
+    assert_eq!(authors(&events), ["bounded", "after"]);
+    assert_eq!(
+        events.iter().find(|e| e.author == "bounded").unwrap().content.as_deref(),
+        Some("`slow` timed out after 0.02 s")
+    );
+    assert!(!finished.load(Ordering::SeqCst), "the body was cancelled");
+    assert_eq!(state["kept"], true, "the session is intact");
+
+    let (quick, _) = Probe::node("quick", Duration::ZERO, false);
+    let (events, _) = run(timeout("bounded", quick, Duration::from_secs(5)), json!({}), json!({})).await;
+    assert_eq!(final_text(&events), "quick done");
+}
+
+#[tokio::test]
+async fn a_transfer_hands_the_conversation_to_its_target() {
+    let tree = || {
+        transfer_if("handoff", "helper", |s| s.get("escalate") == Some(&json!(true)))
+            >> Agent::named("front").delegate([Agent::named("helper")])
+    };
+    let answers = json!({"front": "front here", "helper": "helper here"});
+    let (events, _) = run(tree(), answers.clone(), json!({"escalate": true})).await;
+    assert_eq!(authors(&events), ["handoff", "helper", "front"]);
+    assert_eq!(events.iter().find(|e| e.author == "handoff").unwrap().transfer_to.as_deref(), Some("helper"));
+    let (events, _) = run(tree(), answers.clone(), json!({})).await;
+    assert_eq!(authors(&events), ["front"], "the condition did not hold");
+
+    let backend = MockBackend::new(Vec::<(String, Value)>::new());
+    let compiled = backend.compile(&transfer("handoff", "nobody"), &ExecutionConfig::default()).unwrap();
+    let error = backend.run(&compiled, "go", RunOptions::default()).await.unwrap_err();
+    assert!(error.to_string().contains("failed to find agent: nobody"), "{error}");
+}
+
+#[tokio::test]
+async fn the_mock_backend_answers_per_agent_and_refuses_unknown_ones() {
+    let pipeline = Agent::named("classifier") >> Agent::named("resolver").outputs("resolution");
+    let (events, state) = run(
+        pipeline.clone(),
+        json!({"classifier": {"intent": "billing"}, "resolver": "Ticket #1234 created."}),
+        json!({}),
+    )
+    .await;
+    assert_eq!(events.iter().find(|e| e.author == "classifier").unwrap().state_delta["intent"], "billing");
+    assert_eq!(final_text(&events), "Ticket #1234 created.");
+    assert_eq!(state["resolution"], "Ticket #1234 created.");
+
+    let error = MockBackend::new([("classifier", json!("x"))])
+        .compile(&pipeline.into(), &ExecutionConfig::default())
+        .unwrap_err();
+    assert!(matches!(&error, Error::Compile(m) if m.contains("no answer for agent `resolver`")), "{error}");
+}
