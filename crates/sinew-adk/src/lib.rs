@@ -95,7 +95,7 @@ pub use runner::{Runner, agent_to_run, new_invocation_id};
 pub use session::{GetSessionConfig, InMemorySessionService, SessionService, apply_event};
 /// The error a tool fails with (sinew-core's, in the signatures of tools and tool callbacks).
 pub use sinew_core::ToolError;
-pub use tool::{FunctionTool, Tool, ToolAdapter, exit_loop};
+pub use tool::{FunctionTool, Tool, ToolAdapter, exit_loop, response_object};
 pub use types::{LlmRequest, RunAgentRequest, Session};
 pub use workflow::{LoopAgent, ParallelAgent, SequentialAgent};
 

@@ -43,8 +43,9 @@ pub trait Tool: Send + Sync {
     async fn run(&self, args: Map<String, Value>, ctx: &ToolContext) -> Result<Value, ToolError>;
 }
 
-/// A function response from what a tool answered: an object as is, anything else wrapped.
-pub(crate) fn response_object(value: Value) -> Map<String, Value> {
+/// A function response from what a tool answered: an object as is, anything else wrapped as
+/// `{"result": value}`.
+pub fn response_object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
         other => Map::from_iter([("result".to_owned(), other)]),
