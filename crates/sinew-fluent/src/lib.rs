@@ -12,6 +12,10 @@
 //!   [`MockBackend`] (fixed answers, no model), [`VizBackend`] (Mermaid, Graphviz) and
 //!   [`DryRunBackend`] (contracts).
 //! - Contracts: [`check_contracts`] reports every step that reads state no earlier step writes.
+//! - [`middleware`]: ADK's 13 plugin callbacks as a [`Middleware`](middleware::Middleware) trait,
+//!   compiled into one plugin that runs before the agents' callbacks, and the built-ins (token
+//!   budget, cost tracker, response cache, rate limiter, retry, circuit breaker, tool approval,
+//!   structured log, PII redaction).
 //!
 //! A hello world, as an ADK app:
 //!
@@ -34,6 +38,7 @@ mod error;
 #[allow(clippy::all, missing_docs)]
 mod generated;
 pub mod ir;
+pub mod middleware;
 mod nodes;
 
 use std::sync::Arc;

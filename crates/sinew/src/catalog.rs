@@ -82,6 +82,16 @@ pub fn cost(model: &str, usage: &Usage) -> Option<f64> {
     self::model(model).map(|info| info.cost(usage))
 }
 
+/// The catalog's price of `model` for sinew-fluent's cost tracker
+/// (`CostTracker::new(sinew::catalog::fluent_price)`); `None` for a model the catalog does not
+/// know.
+#[cfg(feature = "fluent")]
+pub fn fluent_price(model: &str) -> Option<sinew_fluent::middleware::Price> {
+    self::model(model).map(|info| {
+        sinew_fluent::middleware::Price::new(info.price.input, info.price.output).with_cache_read(info.price.cache_read)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +114,14 @@ mod tests {
         let dollars = cost("claude-sonnet-4-5-20250929", &usage).unwrap();
         assert!((dollars - (3.0 + 1.5 + 0.6)).abs() < 1e-9, "{dollars}");
         assert_eq!(cost("my-local-llama", &usage), None);
+    }
+
+    #[cfg(feature = "fluent")]
+    #[test]
+    fn the_fluent_cost_tracker_reads_the_catalogs_prices() {
+        let price = fluent_price("anthropic/claude-sonnet-4-5-20250929").unwrap();
+        assert_eq!((price.input, price.output, price.cache_read), (3.0, 15.0, 0.3));
+        assert!(fluent_price("my-local-llama").is_none());
     }
 
     #[test]

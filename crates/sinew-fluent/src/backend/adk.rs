@@ -25,6 +25,7 @@ use super::{AgentEvent, Backend, Execute, ExecutionConfig, RunOptions};
 use crate::config;
 use crate::error::{Error, Result};
 use crate::ir::{AgentNode, Node, Semantics};
+use crate::middleware::{Middleware, MiddlewarePlugin};
 use crate::nodes::is_session_scoped;
 
 /// Finds the model a name stands for.
@@ -133,6 +134,7 @@ pub struct AdkBackend {
     artifacts: Option<Arc<dyn ArtifactService>>,
     registry: Registry,
     plugins: Vec<Arc<dyn Plugin>>,
+    middleware: Vec<Arc<dyn Middleware>>,
     pub(super) mock: Option<MockAnswers>,
 }
 
@@ -141,6 +143,7 @@ impl std::fmt::Debug for AdkBackend {
         f.debug_struct("AdkBackend")
             .field("registry", &self.registry)
             .field("plugins", &self.plugins.iter().map(|p| p.name().to_owned()).collect::<Vec<_>>())
+            .field("middleware", &self.middleware.iter().map(|m| m.name().to_owned()).collect::<Vec<_>>())
             .field("mock", &self.mock.is_some())
             .finish_non_exhaustive()
     }
@@ -160,6 +163,7 @@ impl AdkBackend {
             artifacts: None,
             registry: Registry::new(),
             plugins: Vec::new(),
+            middleware: Vec::new(),
             mock: None,
         }
     }
@@ -182,6 +186,14 @@ impl AdkBackend {
     #[must_use]
     pub fn with_registry(mut self, registry: Registry) -> Self {
         self.registry = registry;
+        self
+    }
+
+    /// Adds middleware to every app it compiles: the stack runs in the order it was added, as one
+    /// plugin before every other plugin and before the agents' own callbacks.
+    #[must_use]
+    pub fn with_middleware(mut self, middleware: Arc<dyn Middleware>) -> Self {
+        self.middleware.push(middleware);
         self
     }
 
@@ -426,6 +438,9 @@ impl Backend for AdkBackend {
         }
         let root = crate::builder::finish(node.clone())?;
         let mut app = App::new(config.app_name.clone(), self.agent(&root)?)?;
+        if !self.middleware.is_empty() {
+            app = app.with_plugin(Arc::new(MiddlewarePlugin::new(self.middleware.clone())));
+        }
         for plugin in &self.plugins {
             app = app.with_plugin(plugin.clone());
         }
@@ -433,9 +448,15 @@ impl Backend for AdkBackend {
     }
 }
 
-#[async_trait]
-impl Execute for AdkBackend {
-    fn stream(&self, compiled: &AdkApp, prompt: &str, options: RunOptions) -> BoxStream<'static, Result<AgentEvent>> {
+impl AdkBackend {
+    /// Runs `message` (any content: text, files, the answer to a confirmation request or to a
+    /// long-running call); events come out as they happen, an error is the last item.
+    pub fn stream_content(
+        &self,
+        compiled: &AdkApp,
+        message: Content,
+        options: RunOptions,
+    ) -> BoxStream<'static, Result<AgentEvent>> {
         let runner = match self.runner(compiled) {
             Ok(runner) => runner,
             Err(e) => return futures::stream::once(async move { Err(e) }).boxed(),
@@ -450,7 +471,7 @@ impl Execute for AdkBackend {
         }
         let state = (!options.state.is_empty()).then_some(options.state);
         let events = runner
-            .run(&options.user_id, &options.session_id, Some(Content::user_text(prompt)), state, run_config)
+            .run(&options.user_id, &options.session_id, Some(message), state, run_config)
             .map(|event| event.map(|e| AgentEvent::from_adk(&e)).map_err(Error::from));
         match config.timeout {
             None => events.boxed(),
@@ -467,6 +488,13 @@ impl Execute for AdkBackend {
                 .boxed()
             }
         }
+    }
+}
+
+#[async_trait]
+impl Execute for AdkBackend {
+    fn stream(&self, compiled: &AdkApp, prompt: &str, options: RunOptions) -> BoxStream<'static, Result<AgentEvent>> {
+        self.stream_content(compiled, Content::user_text(prompt), options)
     }
 }
 

@@ -196,6 +196,10 @@ pub struct AgentEvent {
     pub tool_calls: Vec<ToolCallInfo>,
     /// Its function responses.
     pub tool_responses: Vec<ToolResponseInfo>,
+    /// The error code of a failed model call (or of a middleware refusing one).
+    pub error_code: Option<String>,
+    /// Its message.
+    pub error_message: Option<String>,
     /// Whether it ends its agent's turn for the user to see.
     pub is_final: bool,
     /// Whether it is a streamed fragment.
@@ -238,6 +242,8 @@ impl AgentEvent {
                     call_id: r.id.clone().unwrap_or_default(),
                 })
                 .collect(),
+            error_code: event.error_code.clone(),
+            error_message: event.error_message.clone(),
             is_final: event.is_final_response(),
             is_partial: event.is_partial(),
             end_of_agent: actions.end_of_agent == Some(true),

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use sinew_adk::testing::ScriptedLlm;
+
+use super::FakeLlm;
+use sinew_fluent::middleware::{CostTracker, Price};
 use sinew_fluent::{
     AdkBackend, Agent, Backend as _, DryRunBackend, Error, Execute as _, ExecutionConfig, MockBackend, Node, Pipeline,
     Route, RunOptions, S, check_contracts, check_contracts_with, final_text, map_over,
@@ -96,13 +98,23 @@ async fn a_hundred_agent_pipeline_checks_and_runs_on_both_backends() {
     assert_eq!(order, expected);
     assert_eq!(final_text(&events), "answer 99");
 
-    let models: Vec<Arc<ScriptedLlm>> =
-        (0..100).map(|i| Arc::new(ScriptedLlm::texts([format!("scripted {i}")]))).collect();
+    // Through the ADK backend on scripted models, with the cost of each agent attributed to it.
+    let models: Vec<Arc<FakeLlm>> =
+        (0..100).map(|i| FakeLlm::new("scripted-model", (100, 10), [Ok(format!("scripted {i}"))])).collect();
     let scripted = hundred_agents(|i| Some(models[i].clone() as Arc<dyn sinew_adk::Llm>));
-    let backend = AdkBackend::new();
+    let tracker = Arc::new(CostTracker::new(|m| (m == "scripted-model").then(|| Price::new(1.0, 10.0))));
+    let backend = AdkBackend::new().with_middleware(tracker.clone());
     let compiled = backend.compile(&scripted, &ExecutionConfig::default()).unwrap();
     let events = backend.run(&compiled, "go", RunOptions::default()).await.unwrap();
     assert_eq!(final_text(&events), "scripted 99");
-    let (last_request, _) = &models[99].requests()[0];
+    let last_request = &models[99].requests.lock().unwrap()[0];
     assert!(serde_json::to_string(last_request).unwrap().contains("Continue from scripted 98."));
+    let costs = tracker.costs();
+    assert_eq!(costs.len(), 100);
+    for i in 0..100 {
+        let cost = &costs[&format!("agent_{i}")];
+        assert_eq!((cost.calls, cost.input_tokens, cost.output_tokens), (1, 100, 10), "agent_{i}");
+        assert!((cost.cost - 0.0002).abs() < 1e-12, "agent_{i}: {}", cost.cost);
+    }
+    assert!((tracker.total() - 0.02).abs() < 1e-9);
 }

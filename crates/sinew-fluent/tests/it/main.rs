@@ -3,6 +3,7 @@
 mod adk;
 mod builders;
 mod contracts;
+mod middleware;
 mod nodes;
 mod viz;
 
@@ -58,4 +59,63 @@ pub(crate) async fn state(backend: &AdkBackend, app: &AdkApp) -> Map<String, Val
         .unwrap()
         .expect("the run made the session")
         .state
+}
+
+/// A model answering from a script (text, or an error), each answer reporting `usage` tokens
+/// (prompt, answer); counts its calls.
+pub(crate) struct FakeLlm {
+    pub(crate) name: String,
+    pub(crate) script: std::sync::Mutex<std::collections::VecDeque<Result<String, String>>>,
+    pub(crate) calls: std::sync::atomic::AtomicUsize,
+    pub(crate) usage: (u64, u64),
+    pub(crate) requests: std::sync::Mutex<Vec<sinew_adk::LlmRequest>>,
+}
+
+impl FakeLlm {
+    pub(crate) fn new<S: Into<String>>(
+        name: &str,
+        usage: (u64, u64),
+        script: impl IntoIterator<Item = Result<S, &'static str>>,
+    ) -> Arc<Self> {
+        Arc::new(FakeLlm {
+            name: name.into(),
+            script: std::sync::Mutex::new(
+                script.into_iter().map(|r| r.map(Into::into).map_err(str::to_owned)).collect(),
+            ),
+            calls: Default::default(),
+            usage,
+            requests: Default::default(),
+        })
+    }
+
+    pub(crate) fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl sinew_adk::Llm for FakeLlm {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn generate_content(
+        &self,
+        request: sinew_adk::LlmRequest,
+        _stream: bool,
+    ) -> futures::stream::BoxStream<'static, sinew_adk::Result<sinew_adk::LlmResponse>> {
+        use futures::StreamExt as _;
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.requests.lock().unwrap().push(request);
+        let next = self.script.lock().unwrap().pop_front().unwrap_or_else(|| Err("the script ran out".into()));
+        let usage = self.usage;
+        let item = next.map_err(sinew_adk::Error::InvalidRequest).map(|text| {
+            let mut response = sinew_adk::LlmResponse::new(Content::model_text(text));
+            let mut metadata = sinew_adk::UsageMetadata::default();
+            metadata.prompt_token_count = Some(usage.0);
+            metadata.candidates_token_count = Some(usage.1);
+            response.usage_metadata = Some(Box::new(metadata));
+            response
+        });
+        futures::stream::once(async move { item }).boxed()
+    }
 }
