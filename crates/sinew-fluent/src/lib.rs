@@ -11,6 +11,8 @@
 //! - Backends: [`AdkBackend`] (an ADK [`App`] run by sinew-adk's runner),
 //!   [`MockBackend`] (fixed answers, no model), [`VizBackend`] (Mermaid, Graphviz) and
 //!   [`DryRunBackend`] (contracts).
+//! - [`testing`]: a harness holding a conversation with a pipeline, and event-stream
+//!   assertions.
 //! - Contracts: [`check_contracts`] reports every step that reads state no earlier step writes.
 //! - [`middleware`]: ADK's 13 plugin callbacks as a [`Middleware`](middleware::Middleware) trait,
 //!   compiled into one plugin that runs before the agents' callbacks, and the built-ins (token
@@ -40,6 +42,7 @@ mod generated;
 pub mod ir;
 pub mod middleware;
 mod nodes;
+pub mod testing;
 
 use std::sync::Arc;
 

@@ -3,6 +3,7 @@
 mod adk;
 mod builders;
 mod contracts;
+mod harness;
 mod middleware;
 mod nodes;
 mod viz;
