@@ -18,6 +18,9 @@ pub enum Error {
     /// Steps read state no earlier step writes.
     #[error("{} contract issue(s): {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Contracts(Vec<ContractIssue>),
+    /// AgentConfig YAML that cannot be read, or a node that cannot be written as YAML.
+    #[error("AgentConfig YAML: {0}")]
+    Yaml(String),
     /// The run took longer than its configured time limit.
     #[error("the run took longer than its time limit of {0:?}")]
     Timeout(std::time::Duration),

@@ -11,6 +11,7 @@
 //! - Backends: [`AdkBackend`] (an ADK [`App`] run by sinew-adk's runner),
 //!   [`MockBackend`] (fixed answers, no model), [`VizBackend`] (Mermaid, Graphviz) and
 //!   [`DryRunBackend`] (contracts).
+//! - [`yaml`]: the IR as ADK AgentConfig YAML, both ways (`sinew serve` serves what it writes).
 //! - [`testing`]: a harness holding a conversation with a pipeline, and event-stream
 //!   assertions.
 //! - Contracts: [`check_contracts`] reports every step that reads state no earlier step writes.
@@ -43,6 +44,7 @@ pub mod ir;
 pub mod middleware;
 mod nodes;
 pub mod testing;
+pub mod yaml;
 
 use std::sync::Arc;
 

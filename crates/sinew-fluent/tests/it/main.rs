@@ -7,6 +7,7 @@ mod harness;
 mod middleware;
 mod nodes;
 mod viz;
+mod yaml;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -118,3 +118,35 @@ fn app_names_that_are_paths_never_reach_the_disk() {
         assert!(error.contains("is not a plain identifier"), "{name}: {error}");
     }
 }
+
+/// A pipeline built with sinew-fluent, written as YAML, is an app the server serves.
+#[tokio::test]
+async fn a_fluent_pipeline_is_served_from_its_yaml() {
+    use sinew_fluent::Agent;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline =
+        (Agent::new("classifier", "mock/echo").instruct("Classify.").outputs("intent").tool(registry_lookup())
+            >> Agent::new("resolver", "mock/echo").instruct("Resolve {intent}."))
+        .build()
+        .unwrap();
+    sinew_fluent::yaml::write_yaml_dir(&pipeline, &dir.path().join("support")).unwrap();
+
+    let api = AdkApi::new(Arc::new(InMemorySessionService::new())).apps_from_dir(dir.path(), &registry()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, api, ServerConfig::default(), std::future::pending()));
+    assert_eq!(send(addr, "GET", "/list-apps", None, &[]).await.json(), json!(["support"]));
+    send(addr, "POST", "/apps/support/users/u/sessions", Some(r#"{"sessionId": "s1"}"#), &[]).await;
+    let body = json!({"appName": "support", "userId": "u", "sessionId": "s1",
+        "newMessage": {"role": "user", "parts": [{"text": "hi"}]}});
+    let events = send(addr, "POST", "/run", Some(&body.to_string()), &[]).await.json();
+    let authors: Vec<&str> = events.as_array().unwrap().iter().map(|e| e["author"].as_str().unwrap()).collect();
+    assert_eq!(authors, ["classifier", "resolver"]);
+    assert_eq!(events[0]["actions"]["stateDelta"]["intent"], "from yaml");
+}
+
+/// The registry's `lookup` tool, for agents built in code.
+fn registry_lookup() -> Arc<dyn sinew_adk::Tool> {
+    Arc::new(FunctionTool::new("lookup", "Looks up.", json!({"type": "object"}), |_, _| async { Ok(json!({})) }))
+}
