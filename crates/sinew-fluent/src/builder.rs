@@ -85,6 +85,7 @@ impl Agent {
                 config: LlmAgentConfig::new(name),
                 model: None,
                 tools: Vec::new(),
+                resource_tools: Vec::new(),
                 delegates: Vec::new(),
                 callbacks: Callbacks::default(),
                 output_schema: None,
@@ -121,6 +122,12 @@ impl Agent {
     /// Adds a tool, passed to the agent unchanged.
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
         self.node.tools.push(tool);
+        self
+    }
+
+    /// Adds a tool taking a resource of the backend's (see [`crate::resources`]).
+    pub fn resource_tool<R: Send + Sync + 'static>(mut self, tool: crate::resources::ResourceTool<R>) -> Self {
+        self.node.resource_tools.push(Arc::new(tool));
         self
     }
 

@@ -138,6 +138,8 @@ pub struct AgentNode {
     pub model: Option<Arc<dyn Llm>>,
     /// The tools, passed to the agent unchanged.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Tools taking a resource, made by the backend when it compiles.
+    pub resource_tools: Vec<Arc<dyn crate::resources::BindTool>>,
     /// The agents this one may hand the conversation to (ADK's `sub_agents`).
     pub delegates: Vec<Node>,
     /// The callbacks.
@@ -156,6 +158,7 @@ impl std::fmt::Debug for AgentNode {
             .field("config", &self.config)
             .field("model", &self.model.as_ref().map(|m| m.name().to_owned()))
             .field("tools", &self.tools.iter().map(|t| t.name().to_owned()).collect::<Vec<_>>())
+            .field("resource_tools", &self.resource_tools.iter().map(|t| t.name().to_owned()).collect::<Vec<_>>())
             .field("delegates", &self.delegates)
             .field("callbacks", &self.callbacks)
             .field("produces", &self.produces.as_ref().map(|c| &c.type_name))

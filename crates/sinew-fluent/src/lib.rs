@@ -11,6 +11,8 @@
 //! - Backends: [`AdkBackend`] (an ADK [`App`] run by sinew-adk's runner),
 //!   [`MockBackend`] (fixed answers, no model), [`VizBackend`] (Mermaid, Graphviz) and
 //!   [`DryRunBackend`] (contracts).
+//! - [`resources`]: values injected into tools by type, hidden from the model, per app, session
+//!   or invocation.
 //! - [`yaml`]: the IR as ADK AgentConfig YAML, both ways (`sinew serve` serves what it writes).
 //! - [`testing`]: a harness holding a conversation with a pipeline, and event-stream
 //!   assertions.
@@ -43,6 +45,7 @@ mod generated;
 pub mod ir;
 pub mod middleware;
 mod nodes;
+pub mod resources;
 pub mod testing;
 pub mod yaml;
 

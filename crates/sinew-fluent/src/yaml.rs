@@ -86,9 +86,10 @@ fn write_node(node: &Node, file: String, files: &mut BTreeMap<String, String>) -
             config.sub_agents = references(&children);
             let mut tools: Vec<ToolConfig> = config.tools.take().unwrap_or_default();
             let mut seen: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
-            for tool in &agent.tools {
-                if seen.insert(tool.name().to_owned()) {
-                    tools.push(ToolConfig::new(tool.name()));
+            let names = agent.tools.iter().map(|t| t.name()).chain(agent.resource_tools.iter().map(|t| t.name()));
+            for name in names {
+                if seen.insert(name.to_owned()) {
+                    tools.push(ToolConfig::new(name));
                 }
             }
             config.tools = (!tools.is_empty()).then_some(tools);

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::ir::{AgentNode, Node, Semantics};
 use crate::middleware::{Middleware, MiddlewarePlugin};
 use crate::nodes::is_session_scoped;
+use crate::resources::{ResourcePlugin, ResourceStore, Resources};
 
 /// Finds the model a name stands for.
 type ModelResolver = Arc<dyn Fn(&str) -> Option<Arc<dyn Llm>> + Send + Sync>;
@@ -135,6 +136,7 @@ pub struct AdkBackend {
     registry: Registry,
     plugins: Vec<Arc<dyn Plugin>>,
     middleware: Vec<Arc<dyn Middleware>>,
+    resources: Resources,
     pub(super) mock: Option<MockAnswers>,
 }
 
@@ -144,6 +146,7 @@ impl std::fmt::Debug for AdkBackend {
             .field("registry", &self.registry)
             .field("plugins", &self.plugins.iter().map(|p| p.name().to_owned()).collect::<Vec<_>>())
             .field("middleware", &self.middleware.iter().map(|m| m.name().to_owned()).collect::<Vec<_>>())
+            .field("resources", &self.resources)
             .field("mock", &self.mock.is_some())
             .finish_non_exhaustive()
     }
@@ -164,6 +167,7 @@ impl AdkBackend {
             registry: Registry::new(),
             plugins: Vec::new(),
             middleware: Vec::new(),
+            resources: Resources::new(),
             mock: None,
         }
     }
@@ -197,6 +201,14 @@ impl AdkBackend {
         self
     }
 
+    /// Provides `resources` to the resource tools of every app it compiles (each compiled app has
+    /// its own instances).
+    #[must_use]
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
     /// Adds a plugin to every app it compiles (after the middleware's).
     #[must_use]
     pub fn with_plugin(mut self, plugin: Arc<dyn Plugin>) -> Self {
@@ -218,23 +230,23 @@ impl AdkBackend {
         })
     }
 
-    fn agent(&self, node: &Node) -> Result<Arc<dyn sinew_adk::Agent>> {
+    fn agent(&self, node: &Node, store: &Arc<ResourceStore>) -> Result<Arc<dyn sinew_adk::Agent>> {
         Ok(match node {
             Node::Agent(agent) => match &self.mock {
-                Some(answers) => self.mock_agent(agent, answers)?,
-                None => Arc::new(self.llm_agent(agent)?),
+                Some(answers) => self.mock_agent(agent, answers, store)?,
+                None => Arc::new(self.llm_agent(agent, store)?),
             },
             Node::Sequence(n) => {
                 refuse_unhandled(&n.config.name, n.config.set_fields(), &["agent_class", "name", "description"])?;
                 Arc::new(
-                    SequentialAgent::new(&n.config.name, self.agents(&n.children)?)
+                    SequentialAgent::new(&n.config.name, self.agents(&n.children, store)?)
                         .with_description(&n.config.description),
                 )
             }
             Node::Parallel(n) => {
                 refuse_unhandled(&n.config.name, n.config.set_fields(), &["agent_class", "name", "description"])?;
                 Arc::new(
-                    ParallelAgent::new(&n.config.name, self.agents(&n.children)?)
+                    ParallelAgent::new(&n.config.name, self.agents(&n.children, store)?)
                         .with_description(&n.config.description),
                 )
             }
@@ -244,8 +256,8 @@ impl AdkBackend {
                     n.config.set_fields(),
                     &["agent_class", "name", "description", "max_iterations"],
                 )?;
-                let mut agent =
-                    LoopAgent::new(&n.config.name, self.agents(&n.children)?).with_description(&n.config.description);
+                let mut agent = LoopAgent::new(&n.config.name, self.agents(&n.children, store)?)
+                    .with_description(&n.config.description);
                 if let Some(max) = n.config.max_iterations {
                     let max = usize::try_from(max).map_err(|_| {
                         Error::Compile(format!("`{}`: max_iterations must not be negative", n.config.name))
@@ -257,30 +269,35 @@ impl AdkBackend {
             Node::Transform(n) => Arc::new(nodes::Transform(n.clone())),
             Node::Tap(n) => Arc::new(nodes::Tap(n.clone())),
             Node::Route(n) => {
-                let rules =
-                    n.rules.iter().map(|r| Ok((r.test.clone(), self.agent(&r.node)?))).collect::<Result<Vec<_>>>()?;
-                let default = n.default.as_deref().map(|d| self.agent(d)).transpose()?;
+                let rules = n
+                    .rules
+                    .iter()
+                    .map(|r| Ok((r.test.clone(), self.agent(&r.node, store)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let default = n.default.as_deref().map(|d| self.agent(d, store)).transpose()?;
                 Arc::new(nodes::Route::new(n.name.clone(), n.key.clone(), rules, default))
             }
             Node::Fallback(n) => {
-                Arc::new(nodes::Fallback { name: n.name.clone(), children: self.agents(&n.children)? })
+                Arc::new(nodes::Fallback { name: n.name.clone(), children: self.agents(&n.children, store)? })
             }
-            Node::Race(n) => Arc::new(nodes::Race { name: n.name.clone(), children: self.agents(&n.children)? }),
+            Node::Race(n) => Arc::new(nodes::Race { name: n.name.clone(), children: self.agents(&n.children, store)? }),
             Node::Gate(n) => Arc::new(nodes::Gate(n.clone())),
-            Node::MapOver(n) => Arc::new(nodes::MapOver { node: n.clone(), body: [self.agent(&n.body)?] }),
-            Node::Timeout(n) => {
-                Arc::new(nodes::Timeout { name: n.name.clone(), duration: n.duration, body: [self.agent(&n.body)?] })
-            }
+            Node::MapOver(n) => Arc::new(nodes::MapOver { node: n.clone(), body: [self.agent(&n.body, store)?] }),
+            Node::Timeout(n) => Arc::new(nodes::Timeout {
+                name: n.name.clone(),
+                duration: n.duration,
+                body: [self.agent(&n.body, store)?],
+            }),
             Node::Transfer(n) => Arc::new(nodes::Transfer(n.clone())),
             Node::Custom(agent) => agent.0.clone(),
         })
     }
 
-    fn agents(&self, nodes: &[Node]) -> Result<Vec<Arc<dyn sinew_adk::Agent>>> {
-        nodes.iter().map(|n| self.agent(n)).collect()
+    fn agents(&self, nodes: &[Node], store: &Arc<ResourceStore>) -> Result<Vec<Arc<dyn sinew_adk::Agent>>> {
+        nodes.iter().map(|n| self.agent(n, store)).collect()
     }
 
-    fn llm_agent(&self, node: &AgentNode) -> Result<LlmAgent> {
+    fn llm_agent(&self, node: &AgentNode, store: &Arc<ResourceStore>) -> Result<LlmAgent> {
         let c = &node.config;
         refuse_unhandled(&c.name, c.set_fields(), HANDLED_LLM_FIELDS)?;
         let mut builder = LlmAgent::builder(&c.name).description(&c.description);
@@ -343,13 +360,25 @@ impl AdkBackend {
         }
         let mut names = std::collections::HashSet::new();
         let named = c.tools.iter().flatten().map(|t| self.registry.named_tool(&t.name)).collect::<Result<Vec<_>>>()?;
-        for tool in node.tools.iter().cloned().chain(named) {
+        let mut bound = Vec::new();
+        for tool in &node.resource_tools {
+            let (id, type_name) = tool.resource();
+            if !self.resources.provides(id) {
+                return Err(Error::Compile(format!(
+                    "`{}`: tool `{}` takes a resource of type `{type_name}`, which the backend does not provide",
+                    c.name,
+                    tool.name()
+                )));
+            }
+            bound.push(tool.bind(store));
+        }
+        for tool in node.tools.iter().cloned().chain(bound).chain(named) {
             if names.insert(tool.name().to_owned()) {
                 builder = builder.tool(tool);
             }
         }
         for delegate in &node.delegates {
-            builder = builder.sub_agent(self.agent(delegate)?);
+            builder = builder.sub_agent(self.agent(delegate, store)?);
         }
         let callbacks = &node.callbacks;
         for cb in &callbacks.before_agent {
@@ -379,7 +408,12 @@ impl AdkBackend {
         Ok(builder.build()?)
     }
 
-    fn mock_agent(&self, node: &AgentNode, answers: &MockAnswers) -> Result<Arc<dyn sinew_adk::Agent>> {
+    fn mock_agent(
+        &self,
+        node: &AgentNode,
+        answers: &MockAnswers,
+        store: &Arc<ResourceStore>,
+    ) -> Result<Arc<dyn sinew_adk::Agent>> {
         let name = &node.config.name;
         let answer = answers
             .get(name)
@@ -390,7 +424,7 @@ impl AdkBackend {
             description: node.config.description.clone(),
             output_key: node.config.output_key.clone(),
             answer,
-            delegates: self.agents(&node.delegates)?,
+            delegates: self.agents(&node.delegates, store)?,
         }))
     }
 }
@@ -437,9 +471,13 @@ impl Backend for AdkBackend {
             ));
         }
         let root = crate::builder::finish(node.clone())?;
-        let mut app = App::new(config.app_name.clone(), self.agent(&root)?)?;
+        let store = ResourceStore::new(self.resources.clone());
+        let mut app = App::new(config.app_name.clone(), self.agent(&root, &store)?)?;
         if !self.middleware.is_empty() {
             app = app.with_plugin(Arc::new(MiddlewarePlugin::new(self.middleware.clone())));
+        }
+        if !self.resources.is_empty() {
+            app = app.with_plugin(Arc::new(ResourcePlugin(store)));
         }
         for plugin in &self.plugins {
             app = app.with_plugin(plugin.clone());

@@ -6,6 +6,7 @@ mod contracts;
 mod harness;
 mod middleware;
 mod nodes;
+mod resources;
 mod viz;
 mod yaml;
 
