@@ -487,6 +487,19 @@ impl Backend for AdkBackend {
 }
 
 impl AdkBackend {
+    /// Rewinds a session of `compiled` to before invocation `before_invocation_id` (ADK's
+    /// `rewind_async`): the state and artifacts return to what they were, and the model no
+    /// longer sees the rewound turns.
+    pub async fn rewind(
+        &self,
+        compiled: &AdkApp,
+        user_id: &str,
+        session_id: &str,
+        before_invocation_id: &str,
+    ) -> Result<()> {
+        Ok(self.runner(compiled)?.rewind(user_id, session_id, before_invocation_id).await?)
+    }
+
     /// Runs `message` (any content: text, files, the answer to a confirmation request or to a
     /// long-running call); events come out as they happen, an error is the last item.
     pub fn stream_content(

@@ -182,6 +182,8 @@ pub struct ToolResponseInfo {
 pub struct AgentEvent {
     /// Who wrote it: `user` or an agent's name.
     pub author: String,
+    /// The invocation it belongs to (what [`AdkBackend::rewind`] rewinds to before).
+    pub invocation_id: String,
     /// Its text, when it has any.
     pub content: Option<String>,
     /// The state it changes.
@@ -221,6 +223,7 @@ impl AgentEvent {
         let actions = &event.actions;
         AgentEvent {
             author: event.author.to_string(),
+            invocation_id: event.invocation_id.to_string(),
             content: text,
             state_delta: actions.state_delta.clone(),
             artifact_delta: actions.artifact_delta.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect(),

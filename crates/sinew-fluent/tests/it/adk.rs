@@ -190,3 +190,21 @@ async fn callbacks_run_as_adks_do() {
     assert_eq!(final_text(&events), "from the callback");
     assert!(model.requests().is_empty(), "the callback answered for the model");
 }
+
+#[tokio::test]
+async fn a_session_rewinds_to_before_an_invocation() {
+    use sinew_fluent::{MockBackend, S};
+
+    let count = S::compute("count", |state| {
+        Map::from_iter([("count".to_owned(), json!(state.get("count").and_then(Value::as_i64).unwrap_or(0) + 1))])
+    });
+    let backend = MockBackend::new(Vec::<(String, Value)>::new());
+    let compiled = backend.compile(&count, &ExecutionConfig::default()).unwrap();
+    backend.run(&compiled, "one", RunOptions::default()).await.unwrap();
+    let second = backend.run(&compiled, "two", RunOptions::default()).await.unwrap();
+    assert_eq!(super::state(backend.adk(), &compiled).await["count"], 2);
+    backend.adk().rewind(&compiled, "default_user", "default_session", &second[0].invocation_id).await.unwrap();
+    assert_eq!(super::state(backend.adk(), &compiled).await["count"], 1);
+    let error = backend.adk().rewind(&compiled, "default_user", "default_session", "e-unknown").await.unwrap_err();
+    assert!(error.to_string().contains("Invocation ID not found: e-unknown"), "{error}");
+}
