@@ -162,6 +162,21 @@ impl std::fmt::Debug for InvocationContext {
 }
 
 impl InvocationContext {
+    /// The app the invocation runs in.
+    pub fn app_name(&self) -> &str {
+        &self.invocation.app_name
+    }
+
+    /// The user the invocation runs for.
+    pub fn user_id(&self) -> &str {
+        &self.invocation.user_id
+    }
+
+    /// The session's id (without copying the session, as [`InvocationContext::session`] does).
+    pub fn session_id(&self) -> &str {
+        &self.invocation.session_id
+    }
+
     /// The invocation's id (`e-<uuid>`).
     pub fn invocation_id(&self) -> &str {
         &self.invocation.invocation_id

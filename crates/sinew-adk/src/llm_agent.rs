@@ -211,13 +211,13 @@ impl LlmAgent {
         &self.tools
     }
 
-    /// The model: its own, else the nearest ancestor's.
     /// The model the agent calls in the tree under `root`: its own, else its nearest ancestor's
     /// (ADK's `canonical_model`).
     pub fn canonical_model(&self, root: &Arc<dyn Agent>) -> Result<Arc<dyn Llm>> {
         self.resolve_model(root)
     }
 
+    /// The model: its own, else the nearest ancestor's.
     pub(crate) fn resolve_model(&self, root: &Arc<dyn Agent>) -> Result<Arc<dyn Llm>> {
         if let Some(model) = &self.model {
             return Ok(model.clone());

@@ -114,6 +114,13 @@ impl Runner {
         self
     }
 
+    /// Closes the runner (ADK's `Runner.close`): every plugin's `close` runs, in order.
+    pub async fn close(&self) {
+        for plugin in &self.plugins {
+            plugin.close().await;
+        }
+    }
+
     /// The app's name.
     pub fn app_name(&self) -> &str {
         &self.app_name
