@@ -18,11 +18,12 @@ import sys
 import typing
 
 import google.adk
+from google.adk.agents.common_configs import AgentRefConfig, CodeConfig
 from google.adk.agents.llm_agent_config import LlmAgentConfig
 from google.adk.agents.loop_agent_config import LoopAgentConfig
 from google.adk.agents.parallel_agent_config import ParallelAgentConfig
 from google.adk.agents.sequential_agent_config import SequentialAgentConfig
-from pydantic_core import PydanticUndefined
+from google.adk.tools.tool_configs import ToolConfig
 
 # The agent class each configuration builds, and the configuration model.
 CLASSES = {
@@ -57,7 +58,10 @@ def type_tree(annotation):
 
 def field(name, info):
     out = {"name": name, "type": type_tree(info.annotation), "required": info.is_required()}
-    if not info.is_required():
+    if info.default_factory is not None:
+        # A default made by a function: the type's empty value.
+        out["default_factory"] = True
+    elif not info.is_required():
         default = info.default
         out["default"] = default if default is None or isinstance(default, (str, bool, int, float)) else repr(default)
     # The first paragraph of the description: what the field is, without its examples.
@@ -66,8 +70,16 @@ def field(name, info):
     return out
 
 
+# The configuration types the agent configurations refer to, which sinew-fluent writes by hand:
+# the generator checks that they still have these fields.
+TYPES = {"AgentRefConfig": AgentRefConfig, "CodeConfig": CodeConfig, "ToolConfig": ToolConfig}
+
 snapshot = {
     "adk_version": google.adk.__version__,
+    "types": [
+        {"name": name, "fields": [field(f, info) for f, info in model.model_fields.items()]}
+        for name, model in TYPES.items()
+    ],
     "classes": [
         {
             "class": agent_class,

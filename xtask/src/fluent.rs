@@ -27,11 +27,21 @@ const BUILDERS: &[(&str, &str)] =
     &[("LlmAgent", "Agent"), ("SequentialAgent", "Pipeline"), ("ParallelAgent", "FanOut"), ("LoopAgent", "Loop")];
 
 /// Fields the builders set by hand: the name (given to `new`), the class (the builder's kind),
-/// and fields that hold code, agents or tools, which a Rust builder takes as values.
-const HAND_WRITTEN: &[&str] = &["name", "agent_class"];
+/// and the model (whose setter also drops a model object given before). Fields that hold code,
+/// agents or tools get no generated setter either: a Rust builder takes them as values.
+const HAND_WRITTEN: &[&str] = &["name", "agent_class", "model"];
 
-/// The configuration types sinew-fluent writes by hand (`crate::config`).
-const CONFIG_TYPES: &[&str] = &["AgentRefConfig", "CodeConfig", "ToolConfig"];
+/// The configuration types sinew-fluent writes by hand (`crate::config`), with their fields: the
+/// snapshot's must be these, or the hand-written types need changing.
+const CONFIG_TYPES: &[(&str, &[&str])] =
+    &[("AgentRefConfig", &["config_path", "code"]), ("CodeConfig", &["name"]), ("ToolConfig", &["name", "args"])];
+
+/// Rust's keywords, which a field cannot be named.
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
+    "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self",
+    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while",
+];
 
 /// The generated source for the snapshot `text`, formatted.
 pub(crate) fn generate(root: &Path, text: &str) -> Result<String> {
@@ -64,6 +74,8 @@ struct Field {
     ty: Value,
     required: bool,
     default: Option<Value>,
+    /// A default made by a function (the type's empty value).
+    default_factory: bool,
     description: String,
 }
 
@@ -73,15 +85,28 @@ struct Class {
     fields: Vec<Field>,
 }
 
-fn parse(text: &str) -> Result<(String, Vec<Class>)> {
+/// The agent classes of a snapshot, and the configuration types they refer to (as classes).
+struct Snapshot {
+    version: String,
+    classes: Vec<Class>,
+    types: Vec<Class>,
+}
+
+fn parse(text: &str) -> Result<Snapshot> {
     let snapshot: Value = serde_json::from_str(text).context("the snapshot is not JSON")?;
     let version = snapshot["adk_version"].as_str().context("the snapshot has no `adk_version`")?.to_owned();
-    let classes = snapshot["classes"].as_array().context("the snapshot has no `classes`")?;
+    let classes = parse_classes(snapshot["classes"].as_array().context("the snapshot has no `classes`")?, "class")?;
+    let types = parse_classes(snapshot["types"].as_array().context("the snapshot has no `types`")?, "name")?;
+    Ok(Snapshot { version, classes, types })
+}
+
+fn parse_classes(classes: &[Value], name_key: &str) -> Result<Vec<Class>> {
     let mut out = Vec::new();
     for class in classes {
         let name =
             |key: &str| class[key].as_str().map(str::to_owned).with_context(|| format!("a class has no `{key}`"));
-        let (class_name, config) = (name("class")?, name("config")?);
+        let class_name = name(name_key)?;
+        let config = if name_key == "class" { name("config")? } else { class_name.clone() };
         let fields = class["fields"].as_array().with_context(|| format!("{config} has no `fields`"))?;
         let fields = fields
             .iter()
@@ -91,13 +116,14 @@ fn parse(text: &str) -> Result<(String, Vec<Class>)> {
                     ty: f["type"].clone(),
                     required: f["required"].as_bool().unwrap_or(false),
                     default: f.get("default").cloned(),
+                    default_factory: f["default_factory"].as_bool().unwrap_or(false),
                     description: f["description"].as_str().unwrap_or_default().to_owned(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         out.push(Class { class: class_name, config, fields });
     }
-    Ok((version, out))
+    Ok(out)
 }
 
 /// A field's Rust type, and how its setter takes a value.
@@ -107,9 +133,19 @@ struct RustType {
     setter: Option<(String, String)>,
     /// The expression of the field's default.
     default: String,
-    /// The `skip_serializing_if` path, when the default is left out of YAML.
-    skip: Option<String>,
+    /// How YAML leaves the default out: `skip_serializing_if`'s path, or a comparison with the
+    /// default (`Config::is_default_<field>` is generated for it).
+    skip: Skip,
 }
+
+enum Skip {
+    Never,
+    Path(String),
+    EqualsDefault,
+}
+
+/// Literal enums by name: their values, and the variant that is ADK's default.
+type Enums = BTreeMap<String, (Vec<String>, Option<String>)>;
 
 fn pascal(name: &str) -> String {
     name.split(|c: char| !c.is_ascii_alphanumeric())
@@ -123,7 +159,7 @@ fn kind(ty: &Value) -> &str {
 }
 
 /// The Rust type of a snapshot type (inside an `Option` or a `Vec`, without setter).
-fn inner_type(ty: &Value, field: &str, enums: &mut BTreeMap<String, (Vec<String>, Option<String>)>) -> Result<String> {
+fn inner_type(ty: &Value, field: &str, enums: &mut Enums) -> Result<String> {
     Ok(match kind(ty) {
         "str" => "String".into(),
         "bool" => "bool".into(),
@@ -132,7 +168,11 @@ fn inner_type(ty: &Value, field: &str, enums: &mut BTreeMap<String, (Vec<String>
         "list" => format!("Vec<{}>", inner_type(&ty["of"], field, enums)?),
         "named" => {
             let name = ty["name"].as_str().unwrap_or_default();
-            if CONFIG_TYPES.contains(&name) { format!("crate::config::{name}") } else { "serde_json::Value".into() }
+            if CONFIG_TYPES.iter().any(|(t, _)| *t == name) {
+                format!("crate::config::{name}")
+            } else {
+                "serde_json::Value".into()
+            }
         }
         "literal" => {
             let values: Vec<String> = ty["values"]
@@ -142,7 +182,15 @@ fn inner_type(ty: &Value, field: &str, enums: &mut BTreeMap<String, (Vec<String>
                 .map(|v| v.as_str().map(str::to_owned).context("a literal value that is not a string"))
                 .collect::<Result<_>>()?;
             let name = pascal(field);
-            enums.entry(name.clone()).or_insert((values, None));
+            match enums.get(&name) {
+                Some((known, _)) if *known != values => {
+                    bail!("field `{field}`: two literals would be the enum `{name}` with other values")
+                }
+                Some(_) => {}
+                None => {
+                    enums.insert(name.clone(), (values, None));
+                }
+            }
             name
         }
         "union" | "any" => "serde_json::Value".into(),
@@ -150,7 +198,7 @@ fn inner_type(ty: &Value, field: &str, enums: &mut BTreeMap<String, (Vec<String>
     })
 }
 
-fn rust_type(field: &Field, enums: &mut BTreeMap<String, (Vec<String>, Option<String>)>) -> Result<RustType> {
+fn rust_type(field: &Field, enums: &mut Enums) -> Result<RustType> {
     let name = &field.name;
     let set = |param: &str, store: &str| Some((param.to_owned(), store.to_owned()));
     if kind(&field.ty) == "optional" {
@@ -163,33 +211,46 @@ fn rust_type(field: &Field, enums: &mut BTreeMap<String, (Vec<String>, Option<St
             "named" if inner == "serde_json::Value" => set("serde_json::Value", "Some(value)"),
             _ => None,
         };
+        if field.default.as_ref().is_some_and(|d| !d.is_null()) {
+            bail!("field `{name}`: an optional field whose default is not None is not supported");
+        }
         return Ok(RustType {
             ty: format!("Option<{inner}>"),
             setter,
             default: "None".into(),
-            skip: Some("Option::is_none".into()),
+            skip: Skip::Path("Option::is_none".into()),
         });
     }
     let ty = inner_type(&field.ty, name, enums)?;
-    let default_value = field.default.as_ref().filter(|_| !field.required);
+    let default_value = field.default.as_ref().filter(|_| !field.required && !field.default_factory);
     let (default, skip) = match (kind(&field.ty), default_value) {
-        ("str", Some(Value::String(s))) if s.is_empty() => ("String::new()".into(), Some("String::is_empty".into())),
-        ("str", Some(Value::String(s))) => (format!("{s:?}.to_owned()"), None),
-        ("bool", Some(Value::Bool(b))) => (b.to_string(), Some("crate::config::is_default".into())),
-        ("int", Some(Value::Number(n))) => (n.to_string(), Some("crate::config::is_default".into())),
+        ("str", Some(Value::String(s))) if s.is_empty() => {
+            ("String::new()".into(), Skip::Path("String::is_empty".into()))
+        }
+        ("str", Some(Value::String(s))) => (format!("{s:?}.to_owned()"), Skip::Never),
+        ("bool", Some(Value::Bool(b))) => (b.to_string(), Skip::EqualsDefault),
+        ("int", Some(Value::Number(n))) if n.is_i64() => (n.to_string(), Skip::EqualsDefault),
+        ("float", Some(Value::Number(n))) => (format!("{:?}", n.as_f64().unwrap_or_default()), Skip::EqualsDefault),
         ("literal", Some(Value::String(s))) => {
             if let Some(entry) = enums.get_mut(&ty) {
                 entry.1 = Some(pascal(s));
             }
-            (format!("{ty}::{}", pascal(s)), Some("crate::config::is_default".into()))
+            (format!("{ty}::{}", pascal(s)), Skip::EqualsDefault)
         }
-        ("list", _) => ("Vec::new()".into(), Some("Vec::is_empty".into())),
-        ("str", None) => ("String::new()".into(), None),
-        ("bool", None) => ("false".into(), None),
-        ("int", None) => ("0".into(), None),
-        ("union" | "any" | "named", _) => ("serde_json::Value::Null".into(), None),
-        (_, None) => (format!("{ty}::default()"), None),
-        (k, Some(d)) => bail!("field `{name}`: a {k} cannot default to {d}"),
+        ("list", _) => ("Vec::new()".into(), Skip::Path("Vec::is_empty".into())),
+        ("str", None) => ("String::new()".into(), Skip::Never),
+        ("bool", None) => ("false".into(), Skip::Never),
+        ("int", None) => ("0".into(), Skip::Never),
+        ("float", None) => ("0.0".into(), Skip::Never),
+        ("union" | "any", _) => ("serde_json::Value::Null".into(), Skip::Never),
+        (k, d) => bail!(
+            "field `{name}`: a {k} field {} is not supported",
+            match d {
+                Some(d) => format!("defaulting to {d}"),
+                None if field.required => "that is required".to_owned(),
+                None => "without a default".to_owned(),
+            }
+        ),
     };
     let setter = match kind(&field.ty) {
         "str" => set("impl Into<String>", "value.into()"),
@@ -217,81 +278,87 @@ fn doc(out: &mut String, text: &str) {
 
 /// The generated source for the snapshot `text` (unformatted).
 fn render(text: &str) -> Result<String> {
-    let (version, classes) = parse(text)?;
+    let Snapshot { version, classes, types } = parse(text)?;
+    for (name, fields) in CONFIG_TYPES {
+        let Some(snapshot) = types.iter().find(|t| t.class == *name) else {
+            bail!("the snapshot has no `{name}`, which sinew-fluent writes by hand");
+        };
+        let theirs: Vec<&str> = snapshot.fields.iter().map(|f| f.name.as_str()).collect();
+        if theirs != *fields {
+            bail!("ADK's `{name}` has the fields {theirs:?}, the hand-written one {fields:?}: update crate::config");
+        }
+    }
     let mut out = format!(
         "// @generated by `cargo xtask codegen` from {SNAPSHOT}: edit the exporter or the generator \
          (xtask/src/fluent.rs), not this file.\n\n\
          /// The google-adk release these types were generated from.\n\
          pub const ADK_VERSION: &str = {version:?};\n\n"
     );
-    let mut enums = BTreeMap::new();
+    let mut enums = Enums::new();
     let mut setters = String::new();
     for class in &classes {
         let mut body = String::new();
-        let mut defaults = String::new();
+        let mut helpers = String::new();
         let mut set_fields = String::new();
         let mut names = Vec::new();
+        let mut inits = Vec::new();
         let builder = BUILDERS.iter().find(|(c, _)| *c == class.class).map(|(_, b)| *b);
         if let Some(builder) = builder {
             let _ = writeln!(setters, "impl crate::builder::{builder} {{");
         }
         for field in &class.fields {
-            if !is_identifier(&field.name) {
-                bail!("{}: `{}` is not a Rust identifier", class.config, field.name);
+            let name = &field.name;
+            if !is_identifier(name) || KEYWORDS.contains(&name.as_str()) {
+                bail!("{}: `{name}` is not a Rust field name", class.config);
             }
             let rust = rust_type(field, &mut enums)?;
-            names.push(format!("{:?}", field.name));
+            names.push(format!("{name:?}"));
+            inits.push(if name == "name" {
+                "name: name.into()".to_owned()
+            } else {
+                format!("{name}: {}", rust.default)
+            });
             let description = if field.description.is_empty() { "(undocumented in ADK)" } else { &field.description };
             doc(&mut body, description);
-            let default_fn = format!("default_{}", field.name);
             let mut serde = Vec::new();
             if !field.required {
                 if rust.default == "None" || rust.default.ends_with("::new()") {
                     serde.push("default".to_owned());
                 } else {
-                    serde.push(format!("default = \"{}::{default_fn}\"", class.config));
-                    let _ = writeln!(
-                        defaults,
-                        "fn {default_fn}() -> {} {{ {} }}",
-                        rust.ty,
-                        if rust.ty.starts_with("Option") { "None".into() } else { rust.default.clone() }
-                    );
+                    serde.push(format!("default = \"{}::default_{name}\"", class.config));
+                    let _ = writeln!(helpers, "fn default_{name}() -> {} {{ {} }}", rust.ty, rust.default);
                 }
             }
-            if let Some(skip) = &rust.skip {
-                serde.push(format!("skip_serializing_if = \"{skip}\""));
+            match &rust.skip {
+                Skip::Never => {}
+                Skip::Path(path) => serde.push(format!("skip_serializing_if = \"{path}\"")),
+                Skip::EqualsDefault => {
+                    serde.push(format!("skip_serializing_if = \"{}::is_default_{name}\"", class.config));
+                    let _ = writeln!(
+                        helpers,
+                        "#[allow(clippy::trivially_copy_pass_by_ref)]\nfn is_default_{name}(value: &{}) -> bool {{ *value == {} }}",
+                        rust.ty, rust.default
+                    );
+                }
             }
             if !serde.is_empty() {
                 let _ = writeln!(body, "#[serde({})]", serde.join(", "));
             }
-            let _ = writeln!(body, "pub {}: {},", field.name, rust.ty);
-            let _ = writeln!(set_fields, "if self.{0} != defaults.{0} {{ set.push({0:?}); }}", field.name);
+            let _ = writeln!(body, "pub {name}: {},", rust.ty);
+            let _ = writeln!(set_fields, "if self.{name} != defaults.{name} {{ set.push({name:?}); }}");
             if let (Some(_), Some((param, store))) = (builder, &rust.setter)
-                && !HAND_WRITTEN.contains(&field.name.as_str())
+                && !HAND_WRITTEN.contains(&name.as_str())
             {
                 doc(&mut setters, description);
                 let _ = writeln!(
                     setters,
-                    "#[must_use]\npub fn {0}(mut self, value: {param}) -> Self {{ self.node.config.{0} = {store}; self }}",
-                    field.name
+                    "#[must_use]\npub fn {name}(mut self, value: {param}) -> Self {{ self.node.config.{name} = {store}; self }}"
                 );
             }
         }
         if builder.is_some() {
             setters.push_str("}\n\n");
         }
-        let inits: Vec<String> = class
-            .fields
-            .iter()
-            .map(|f| {
-                let value = if f.name == "name" {
-                    "name.into()".to_owned()
-                } else {
-                    rust_type(f, &mut enums).map(|r| r.default).unwrap_or_default()
-                };
-                format!("{}: {value}", f.name)
-            })
-            .collect();
         let _ = write!(
             out,
             "/// adk-python's `{config}`: the fields of a `{class}` in AgentConfig YAML (google-adk {version}).\n\
@@ -308,7 +375,7 @@ fn render(text: &str) -> Result<String> {
              must honour or refuse.\n\
              pub fn set_fields(&self) -> Vec<&'static str> {{\n\
              let defaults = {config}::new(String::new());\n\
-             let mut set = Vec::new();\n{set_fields}set\n}}\n\n{defaults}}}\n\n",
+             let mut set = Vec::new();\n{set_fields}set\n}}\n\n{helpers}}}\n\n",
             config = class.config,
             class = class.class,
             inits = inits.join(", "),
@@ -316,10 +383,12 @@ fn render(text: &str) -> Result<String> {
         );
     }
     for (name, (values, default)) in &enums {
+        // An enum derives `Default` only when ADK gives its field a default.
+        let derive_default = if default.is_some() { "Default, " } else { "" };
         let _ = writeln!(
             out,
             "/// A literal of ADK's configuration.\n\
-             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]\n\
+             #[derive(Clone, Copy, Debug, {derive_default}PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]\n\
              pub enum {name} {{"
         );
         for value in values {
@@ -341,47 +410,63 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// What changed from snapshot `old` to snapshot `new`, per agent class: added fields (safe to
-/// regenerate), removed and changed ones (breaking: the backend and users need review).
+/// What changed from snapshot `old` to snapshot `new`, per agent class and per configuration type:
+/// added optional fields (safe to regenerate); added required fields, removed and changed ones
+/// (breaking: the backend, the hand-written types and users' YAML need review).
 pub(crate) fn diff(old: &str, new: &str) -> Result<String> {
-    let (old_version, old_classes) = parse(old)?;
-    let (new_version, new_classes) = parse(new)?;
+    let old = parse(old)?;
+    let new = parse(new)?;
     let mut added = Vec::new();
     let mut breaking = Vec::new();
-    for new_class in &new_classes {
-        let Some(old_class) = old_classes.iter().find(|c| c.class == new_class.class) else {
-            added.push(format!("{}: the whole class", new_class.class));
-            continue;
-        };
-        for field in &new_class.fields {
-            match old_class.fields.iter().find(|f| f.name == field.name) {
-                None => added.push(format!("{}.{}", new_class.class, field.name)),
-                Some(before) if before.ty != field.ty => breaking
-                    .push(format!("changed {}.{}: type {} -> {}", new_class.class, field.name, before.ty, field.ty)),
-                Some(before) if before.required != field.required || before.default != field.default => {
-                    breaking.push(format!(
-                        "changed {}.{}: {} -> {}",
-                        new_class.class,
-                        field.name,
-                        requirement(before),
-                        requirement(field)
-                    ));
+    let pairs = [(&old.classes, &new.classes), (&old.types, &new.types)];
+    for (old_classes, new_classes) in pairs {
+        for new_class in new_classes {
+            let Some(old_class) = old_classes.iter().find(|c| c.class == new_class.class) else {
+                added.push(format!("{}: the whole class", new_class.class));
+                continue;
+            };
+            for field in &new_class.fields {
+                match old_class.fields.iter().find(|f| f.name == field.name) {
+                    None if field.required => {
+                        breaking.push(format!(
+                            "added {}.{}, required: YAML without it no longer reads",
+                            new_class.class, field.name
+                        ));
+                    }
+                    None => added.push(format!("{}.{}", new_class.class, field.name)),
+                    Some(before) if before.ty != field.ty => breaking.push(format!(
+                        "changed {}.{}: type {} -> {}",
+                        new_class.class, field.name, before.ty, field.ty
+                    )),
+                    Some(before)
+                        if before.required != field.required
+                            || before.default != field.default
+                            || before.default_factory != field.default_factory =>
+                    {
+                        breaking.push(format!(
+                            "changed {}.{}: {} -> {}",
+                            new_class.class,
+                            field.name,
+                            requirement(before),
+                            requirement(field)
+                        ));
+                    }
+                    Some(_) => {}
                 }
-                Some(_) => {}
+            }
+            for field in &old_class.fields {
+                if !new_class.fields.iter().any(|f| f.name == field.name) {
+                    breaking.push(format!("removed {}.{}", old_class.class, field.name));
+                }
             }
         }
-        for field in &old_class.fields {
-            if !new_class.fields.iter().any(|f| f.name == field.name) {
-                breaking.push(format!("removed {}.{}", old_class.class, field.name));
+        for old_class in old_classes {
+            if !new_classes.iter().any(|c| c.class == old_class.class) {
+                breaking.push(format!("removed {}: the whole class", old_class.class));
             }
         }
     }
-    for old_class in &old_classes {
-        if !new_classes.iter().any(|c| c.class == old_class.class) {
-            breaking.push(format!("removed {}: the whole class", old_class.class));
-        }
-    }
-    let mut report = format!("ADK {old_version} -> {new_version}\n");
+    let mut report = format!("ADK {} -> {}\n", old.version, new.version);
     let _ = writeln!(report, "added (safe, regenerate): {}", if added.is_empty() { "none" } else { "" });
     for line in &added {
         let _ = writeln!(report, "  + {line}");
@@ -394,6 +479,9 @@ pub(crate) fn diff(old: &str, new: &str) -> Result<String> {
 }
 
 fn requirement(field: &Field) -> String {
+    if field.default_factory {
+        return "default made by a function".into();
+    }
     match (&field.required, &field.default) {
         (true, _) => "required".into(),
         (false, Some(d)) => format!("default {d}"),
@@ -480,21 +568,66 @@ mod tests {
     }
 
     #[test]
+    fn a_non_zero_default_is_left_out_of_yaml_only_when_it_is_that_default() {
+        let grown = edited(|v| {
+            llm_fields(v).push(json!({
+                "name": "stream_by_default", "type": {"kind": "bool"},
+                "required": false, "default": true, "description": "Optional. On unless said otherwise."
+            }));
+        });
+        let generated = super::generate(&root(), &grown).unwrap();
+        assert!(
+            generated
+                .contains("fn is_default_stream_by_default(value: &bool) -> bool {\n        *value == true\n    }"),
+            "{generated}"
+        );
+        assert!(generated.contains("fn default_stream_by_default() -> bool {\n        true\n    }"), "{generated}");
+    }
+
+    #[test]
+    fn a_change_to_a_hand_written_type_or_a_new_required_field_is_caught() {
+        let changed = edited(|v| {
+            v["types"][1]["fields"].as_array_mut().unwrap().push(json!({
+                "name": "args", "type": {"kind": "any"}, "required": false, "default": null, "description": ""
+            }));
+        });
+        let error = format!("{:#}", super::render(&changed).unwrap_err());
+        assert!(error.contains("ADK's `CodeConfig` has the fields [\"name\", \"args\"]"), "{error}");
+        let report = super::diff(&snapshot(), &changed).unwrap();
+        assert!(report.contains("+ CodeConfig.args"), "{report}");
+
+        let required = edited(|v| {
+            llm_fields(v).push(json!({"name": "region", "type": {"kind": "str"}, "required": true, "description": ""}));
+        });
+        let report = super::diff(&snapshot(), &required).unwrap();
+        assert!(report.contains("! added LlmAgent.region, required"), "{report}");
+    }
+
+    #[test]
     fn a_broken_snapshot_is_an_error_naming_what_is_wrong() {
+        let with_field = |field: Value| {
+            edited(|v| {
+                v["classes"] = json!([{"class": "LlmAgent", "config": "C", "fields": [field]}]);
+            })
+        };
         let cases = [
-            ("{", "not JSON"),
-            ("{\"classes\": []}", "no `adk_version`"),
+            ("{".to_owned(), "not JSON"),
+            ("{\"classes\": []}".to_owned(), "no `adk_version`"),
+            (edited(|v| v.as_object_mut().unwrap().remove("types").map(drop).unwrap_or_default()), "no `types`"),
+            (with_field(json!({"name": "x", "type": {"kind": "tuple"}})), "unknown type kind `tuple`"),
+            (with_field(json!({"name": "Bad-Name", "type": {"kind": "str"}})), "not a Rust field name"),
+            (with_field(json!({"name": "type", "type": {"kind": "str"}})), "not a Rust field name"),
             (
-                r#"{"adk_version": "9", "classes": [{"class": "LlmAgent", "config": "C", "fields": [{"name": "x", "type": {"kind": "tuple"}}]}]}"#,
-                "unknown type kind `tuple`",
+                with_field(json!({"name": "sub", "type": {"kind": "named", "name": "CodeConfig"}, "required": true})),
+                "a named field that is required is not supported",
             ),
             (
-                r#"{"adk_version": "9", "classes": [{"class": "LlmAgent", "config": "C", "fields": [{"name": "Bad-Name", "type": {"kind": "str"}}]}]}"#,
-                "not a Rust identifier",
+                with_field(json!({"name": "n", "type": {"kind": "optional", "of": {"kind": "int"}}, "default": 3})),
+                "whose default is not None is not supported",
             ),
         ];
         for (text, want) in cases {
-            let error = format!("{:#}", super::render(text).unwrap_err());
+            let error = format!("{:#}", super::render(&text).unwrap_err());
             assert!(error.contains(want), "{want}: {error}");
         }
     }

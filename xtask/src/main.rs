@@ -55,13 +55,15 @@ fn main() -> Result<()> {
             println!("SINEW_PEERS_DIR={}", dir.display());
             Ok(())
         }
-        Some("codegen") => match (args.get(1).map(String::as_str), args.get(2), args.get(3)) {
-            (Some("--diff"), Some(old), Some(new)) => {
+        Some("codegen") => match &args[1..] {
+            [] => codegen::run(&root, false),
+            [check] if check == "--check" => codegen::run(&root, true),
+            [diff, old, new] if diff == "--diff" => {
                 let read = |p: &String| std::fs::read_to_string(p).with_context(|| format!("cannot read {p}"));
                 print!("{}", fluent::diff(&read(old)?, &read(new)?)?);
                 Ok(())
             }
-            (flag, _, _) => codegen::run(&root, flag == Some("--check")),
+            other => bail!("usage: cargo xtask codegen [--check | --diff OLD NEW] (not {other:?})"),
         },
         Some("bench") => bench(&args[1..]),
         Some("live") => live::run(),

@@ -112,6 +112,14 @@ impl Agent {
         self.output_key(key)
     }
 
+    /// The model, by name (a backend's registry resolves it); a model object given before is
+    /// dropped.
+    pub fn model(mut self, name: impl Into<String>) -> Self {
+        self.node.config.model = Some(name.into());
+        self.node.model = None;
+        self
+    }
+
     /// The model object (its name replaces the configured one).
     pub fn llm(mut self, model: Arc<dyn Llm>) -> Self {
         self.node.config.model = Some(model.name().to_owned());
@@ -431,8 +439,45 @@ pub(crate) fn finish(mut root: Node) -> Result<Node> {
         if !seen.insert(node.name()) {
             return Err(Error::DuplicateName(node.name().to_owned()));
         }
+        if let Node::Custom(agent) = node {
+            custom_names(agent.0.as_ref(), &mut seen);
+        }
     }
+    check_transfers(&root, &seen, &mut Vec::new())?;
     Ok(root)
+}
+
+/// The names under a custom agent (its own sub-agents), which transfers may target.
+fn custom_names<'a>(agent: &'a dyn sinew_adk::Agent, names: &mut HashSet<&'a str>) {
+    for sub in agent.sub_agents() {
+        names.insert(sub.name());
+        custom_names(sub.as_ref(), names);
+    }
+}
+
+/// Every transfer targets a node of the tree that does not contain it (a transfer into its own
+/// ancestor would run itself again, without end).
+fn check_transfers<'a>(node: &'a Node, names: &HashSet<&str>, ancestors: &mut Vec<&'a str>) -> Result<()> {
+    if let Node::Transfer(transfer) = node {
+        if !names.contains(transfer.target.as_str()) {
+            return Err(Error::Compile(format!(
+                "`{}` transfers to `{}`, which is not in the pipeline",
+                transfer.name, transfer.target
+            )));
+        }
+        if ancestors.contains(&transfer.target.as_str()) {
+            return Err(Error::Compile(format!(
+                "`{}` transfers to `{}`, which contains it: it would run itself again",
+                transfer.name, transfer.target
+            )));
+        }
+    }
+    ancestors.push(node.name());
+    for child in node.children() {
+        check_transfers(child, names, ancestors)?;
+    }
+    ancestors.pop();
+    Ok(())
 }
 
 /// A made-up name of `node`, and the name it is made from: the node's kind after its first

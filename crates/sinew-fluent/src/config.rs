@@ -63,8 +63,3 @@ impl ToolConfig {
         ToolConfig { name: name.into(), args: None }
     }
 }
-
-/// Whether `value` is its type's default (the generated `skip_serializing_if`).
-pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
-    *value == T::default()
-}

@@ -52,7 +52,10 @@ pub struct LlmAgentConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_key: Option<String>,
     /// Optional. LlmAgent.include_contents.
-    #[serde(default = "LlmAgentConfig::default_include_contents", skip_serializing_if = "crate::config::is_default")]
+    #[serde(
+        default = "LlmAgentConfig::default_include_contents",
+        skip_serializing_if = "LlmAgentConfig::is_default_include_contents"
+    )]
     pub include_contents: IncludeContents,
     /// Optional. LlmAgent.tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -207,6 +210,10 @@ impl LlmAgentConfig {
     }
     fn default_include_contents() -> IncludeContents {
         IncludeContents::Default
+    }
+    #[allow(clippy::trivially_copy_pass_by_ref)]
+    fn is_default_include_contents(value: &IncludeContents) -> bool {
+        *value == IncludeContents::Default
     }
 }
 
@@ -452,12 +459,6 @@ impl crate::builder::Agent {
     #[must_use]
     pub fn description(mut self, value: impl Into<String>) -> Self {
         self.node.config.description = value.into();
-        self
-    }
-    /// Optional. LlmAgent.model. Provide a model name string (e.g. "gemini-3.5-flash"). If not set, the model will be inherited from the ancestor or fall back to the system default (gemini-3.5-flash unless overridden via LlmAgent.set_default_model). To construct a model instance from code, use model_code.
-    #[must_use]
-    pub fn model(mut self, value: impl Into<String>) -> Self {
-        self.node.config.model = Some(value.into());
         self
     }
     /// Required. LlmAgent.instruction. Dynamic instructions with placeholder support. Behavior: if static_instruction is None, goes to system_instruction; if static_instruction is set, goes to user content after static content.

@@ -266,6 +266,8 @@ pub struct TransformNode {
     pub affected_keys: BTreeSet<String>,
     /// The keys it reads, when known.
     pub reads: BTreeSet<String>,
+    /// The keys it removes (writes as `null`), when known.
+    pub removes: BTreeSet<String>,
     /// Whether the name was made up (a `build()` makes it unique).
     pub generated_name: bool,
 }
@@ -323,8 +325,8 @@ pub struct GroupNode {
     pub generated_name: bool,
 }
 
-/// A gate: when the predicate holds, the invocation stops with `message`, and the next message
-/// of the user (the approval) lets the pipeline through.
+/// A gate: when the predicate holds, the invocation stops with `message`; the user's next message
+/// is the answer: one that `approves` lets the pipeline through, any other stops it.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct GateNode {
@@ -334,6 +336,8 @@ pub struct GateNode {
     pub predicate: StatePredicate,
     /// What the user is asked.
     pub message: String,
+    /// Whether the user's answer (its text) approves.
+    pub approves: Arc<dyn Fn(&str) -> bool + Send + Sync>,
 }
 
 impl std::fmt::Debug for GateNode {
@@ -495,7 +499,7 @@ impl Node {
     pub fn own_writes(&self) -> BTreeSet<String> {
         match self {
             Node::Agent(n) => n.writes_keys(),
-            Node::Transform(n) if n.semantics != Semantics::DeleteKeys => n.affected_keys.clone(),
+            Node::Transform(n) if n.semantics == Semantics::Merge => n.affected_keys.clone(),
             Node::MapOver(n) => BTreeSet::from([n.item_key.clone(), n.output_key.clone()]),
             _ => BTreeSet::new(),
         }

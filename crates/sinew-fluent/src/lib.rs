@@ -36,6 +36,7 @@
 //! See `docs/concepts/fluent.md` for the construct map, beside plain sinew-adk code.
 
 mod backend;
+mod bounded;
 mod builder;
 pub mod config;
 mod contracts;
@@ -62,7 +63,8 @@ pub use contracts::{ContractIssue, check_contracts, check_contracts_with};
 pub use error::{Error, Result};
 pub use ir::Node;
 pub use nodes::{
-    MapOver, Route, S, fallback, gate, is_session_scoped, map_over, race, tap, timeout, transfer, transfer_if,
+    MapOver, Route, S, fallback, gate, gate_approving, is_session_scoped, map_over, race, tap, timeout, transfer,
+    transfer_if,
 };
 
 macro_rules! conveniences {

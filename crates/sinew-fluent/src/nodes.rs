@@ -1,6 +1,7 @@
 //! The nodes ADK has no class for (spec 003 §3.2): state transforms ([`S`]), routes, fallbacks,
 //! races, gates, taps, map-over, timeouts and transfers.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,16 @@ fn keys<K: Into<String>>(keys: impl IntoIterator<Item = K>) -> Vec<String> {
     keys.into_iter().map(Into::into).collect()
 }
 
+/// `text` as part of a node name: characters ADK's name rule refuses become `_` (state keys may
+/// hold `:` and others), and a leading digit gets a `_` before it.
+fn name_part(text: &str) -> String {
+    let mut name: String = text.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, '_');
+    }
+    name
+}
+
 fn transform(
     name: String,
     semantics: Semantics,
@@ -45,11 +56,16 @@ fn transform(
     function: impl Fn(&Map<String, Value>) -> Map<String, Value> + Send + Sync + 'static,
 ) -> Node {
     Node::Transform(TransformNode {
-        name,
+        name: name_part(&name),
         function: Arc::new(function),
         semantics,
         affected_keys: affected.iter().cloned().collect(),
         reads: reads.iter().cloned().collect(),
+        removes: if semantics == Semantics::DeleteKeys {
+            affected.iter().filter(|k| is_session_scoped(k)).cloned().collect()
+        } else {
+            BTreeSet::new()
+        },
         generated_name: true,
     })
 }
@@ -117,18 +133,26 @@ impl S {
         let name = format!("rename_{}", pairs.first().map_or("none", |(k, _)| k.as_str()));
         let news: Vec<String> = pairs.iter().map(|(_, n)| n.clone()).collect();
         let olds: Vec<String> = pairs.iter().map(|(o, _)| o.clone()).collect();
-        transform(name, Semantics::Merge, &news, &olds, move |state| {
+        let mut node = transform(name, Semantics::Merge, &news, &olds, move |state| {
+            // Every old key is cleared first and every new value read from the state before the
+            // transform, so chained renames and swaps keep each value (`a -> b, b -> a` swaps).
             let mut out = Map::new();
+            for (old, _) in &pairs {
+                if state.contains_key(old) && is_session_scoped(old) {
+                    out.insert(old.clone(), Value::Null);
+                }
+            }
             for (old, new) in &pairs {
                 if let Some(value) = state.get(old) {
                     out.insert(new.clone(), value.clone());
-                    if is_session_scoped(old) {
-                        out.insert(old.clone(), Value::Null);
-                    }
                 }
             }
             out
-        })
+        });
+        if let Node::Transform(t) = &mut node {
+            t.removes = olds.iter().filter(|k| is_session_scoped(k) && !news.contains(k)).cloned().collect();
+        }
+        node
     }
 
     /// A transform of your own named `name`: the keys `function` returns are written.
@@ -136,8 +160,11 @@ impl S {
         name: impl Into<String>,
         function: impl Fn(&Map<String, Value>) -> Map<String, Value> + Send + Sync + 'static,
     ) -> Node {
-        let mut node = transform(name.into(), Semantics::Merge, &[], &[], function);
+        let name = name.into();
+        let mut node = transform(name.clone(), Semantics::Merge, &[], &[], function);
         if let Node::Transform(t) = &mut node {
+            // A name the user chose is theirs: `build()` checks it as it stands.
+            t.name = name;
             t.generated_name = false;
         }
         node
@@ -222,13 +249,37 @@ pub fn race<N: Into<Node>>(name: impl Into<String>, children: impl IntoIterator<
 }
 
 /// A gate named `name`: when `predicate` holds on the state, the invocation stops with `message`
-/// for the user, and the user's next message lets it through.
+/// for the user, and the user's next message answers it: `yes`, `y`, `ok`, `approve(d)`,
+/// `confirm(ed)`, `proceed` or `go ahead` (any case, trailing punctuation aside) lets the pipeline
+/// through; anything else stops it with "Not approved.". See [`gate_approving`] for another rule.
 pub fn gate(
     name: impl Into<String>,
     predicate: impl Fn(&Map<String, Value>) -> bool + Send + Sync + 'static,
     message: impl Into<String>,
 ) -> Node {
-    Node::Gate(GateNode { name: name.into(), predicate: Arc::new(predicate), message: message.into() })
+    gate_approving(name, predicate, message, is_affirmative)
+}
+
+/// A [`gate`] whose answer approves when `approves` says so.
+pub fn gate_approving(
+    name: impl Into<String>,
+    predicate: impl Fn(&Map<String, Value>) -> bool + Send + Sync + 'static,
+    message: impl Into<String>,
+    approves: impl Fn(&str) -> bool + Send + Sync + 'static,
+) -> Node {
+    Node::Gate(GateNode {
+        name: name.into(),
+        predicate: Arc::new(predicate),
+        message: message.into(),
+        approves: Arc::new(approves),
+    })
+}
+
+/// Whether `reply` is a plain yes.
+fn is_affirmative(reply: &str) -> bool {
+    let reply = reply.trim().trim_end_matches(['.', '!']).to_ascii_lowercase();
+    ["yes", "y", "ok", "okay", "approve", "approved", "confirm", "confirmed", "proceed", "go ahead"]
+        .contains(&reply.as_str())
 }
 
 /// A read-only look at the state.

@@ -29,7 +29,7 @@
 //! ```
 
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
@@ -37,6 +37,8 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use sinew_adk::{FunctionTool, InvocationContext, Plugin, Tool, ToolContext, ToolError};
+
+use crate::bounded::BoundedMap;
 
 /// How long an instance of a resource lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,38 +96,16 @@ impl Resources {
     }
 }
 
-/// At most this many sessions' and invocations' instances are kept; the oldest go first (an
-/// invocation whose run was dropped never reaches its end).
-const MAX_SCOPES: usize = 4096;
-
 /// Instances by type, for one scope.
 type Scope = HashMap<TypeId, Instance>;
 
-/// Scopes by key, the oldest dropped past [`MAX_SCOPES`].
-#[derive(Default)]
-struct Scopes {
-    map: HashMap<String, Scope>,
-    order: VecDeque<String>,
-}
+/// Scopes by key; at most `MAX_ENTRIES` sessions' and
+/// invocations' instances are kept, the oldest dropped first (an invocation whose run was dropped
+/// never reaches its end).
+type Scopes = BoundedMap<Scope>;
 
-impl Scopes {
-    fn get_or_make(&mut self, key: &str, id: TypeId, factory: &Factory) -> Instance {
-        if !self.map.contains_key(key) {
-            self.order.push_back(key.to_owned());
-            while self.order.len() > MAX_SCOPES {
-                if let Some(oldest) = self.order.pop_front() {
-                    self.map.remove(&oldest);
-                }
-            }
-        }
-        self.map.entry(key.to_owned()).or_default().entry(id).or_insert_with(|| factory()).clone()
-    }
-
-    fn remove(&mut self, key: &str) {
-        if self.map.remove(key).is_some() {
-            self.order.retain(|k| k != key);
-        }
-    }
+fn get_or_make(scopes: &mut Scopes, key: &str, id: TypeId, factory: &Factory) -> Instance {
+    scopes.entry_or_insert_with(key, Scope::new).entry(id).or_insert_with(|| factory()).clone()
 }
 
 /// The resource instances of one compiled app (made by the backend; opaque).
@@ -157,7 +137,7 @@ impl ResourceStore {
     }
 
     /// The instance of `R` for the call `ctx` is running.
-    async fn get<R: Send + Sync + 'static>(&self, ctx: &ToolContext) -> Result<Arc<R>, ToolError> {
+    fn get<R: Send + Sync + 'static>(&self, ctx: &ToolContext) -> Result<Arc<R>, ToolError> {
         let id = TypeId::of::<R>();
         let Some((lifetime, factory, _)) = self.resources.providers.get(&id) else {
             return Err(ToolError::InvalidArgs(format!(
@@ -168,11 +148,12 @@ impl ResourceStore {
         let instance = match lifetime {
             Lifetime::App => lock(&self.app).entry(id).or_insert_with(|| factory()).clone(),
             Lifetime::Session => {
-                let session = ctx.invocation().session().await;
-                let key = format!("{}\u{0}{}\u{0}{}", session.app_name, session.user_id, session.id);
-                lock(&self.sessions).get_or_make(&key, id, factory)
+                let invocation = ctx.invocation();
+                let key =
+                    format!("{}\u{0}{}\u{0}{}", invocation.app_name(), invocation.user_id(), invocation.session_id());
+                get_or_make(&mut lock(&self.sessions), &key, id, factory)
             }
-            Lifetime::Invocation => lock(&self.invocations).get_or_make(ctx.invocation_id(), id, factory),
+            Lifetime::Invocation => get_or_make(&mut lock(&self.invocations), ctx.invocation_id(), id, factory),
         };
         instance.downcast::<R>().map_err(|_| ToolError::InvalidArgs("a resource of another type".into()))
     }
@@ -258,7 +239,7 @@ impl<R: Send + Sync + 'static> BindTool for ResourceTool<R> {
         Arc::new(FunctionTool::new(&self.name, &self.description, self.parameters.clone(), move |args, ctx| {
             let (store, handler) = (store.clone(), handler.clone());
             async move {
-                let resource = store.get::<R>(&ctx).await?;
+                let resource = store.get::<R>(&ctx)?;
                 handler(args, ctx, resource).await
             }
         }))

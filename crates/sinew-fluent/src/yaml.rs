@@ -136,9 +136,20 @@ fn write_node(node: &Node, file: String, files: &mut BTreeMap<String, String>) -
     Ok(())
 }
 
-/// The agent tree of ADK's AgentConfig file `path` and the files it refers to.
+/// A file larger than this is refused.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// What has been read: the files open above the one being read, and every file read so far.
+#[derive(Default)]
+struct Reading {
+    open: Vec<PathBuf>,
+    read: BTreeSet<PathBuf>,
+}
+
+/// The agent tree of ADK's AgentConfig file `path` and the files it refers to. Each file is read
+/// once (agent names are unique, so a file that two parents name is an error).
 pub fn read_yaml_file(path: &Path) -> Result<Node> {
-    let node = read_node(path, &mut Vec::new())?;
+    let node = read_node(path, &mut Reading::default())?;
     crate::builder::finish(node)
 }
 
@@ -151,12 +162,23 @@ fn parse<T: DeserializeOwned>(path: &Path, value: serde_yaml_ng::Value) -> Resul
     serde_yaml_ng::from_value(value).map_err(|e| yaml_error(format!("{}: {e}", path.display())))
 }
 
-fn read_node(path: &Path, open: &mut Vec<PathBuf>) -> Result<Node> {
-    if open.len() >= MAX_DEPTH {
+fn read_node(path: &Path, reading: &mut Reading) -> Result<Node> {
+    if reading.open.len() >= MAX_DEPTH {
         return Err(yaml_error(format!("{}: sub-agents nest deeper than {MAX_DEPTH} files", path.display())));
     }
-    if open.iter().any(|p| p == path) {
+    let canonical = std::fs::canonicalize(path).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?;
+    if reading.open.contains(&canonical) {
         return Err(yaml_error(format!("{}: refers to itself through its sub-agents", path.display())));
+    }
+    if !reading.read.insert(canonical.clone()) {
+        return Err(yaml_error(format!("{}: is a sub-agent twice (an agent has one parent)", path.display())));
+    }
+    let size = std::fs::metadata(&canonical).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(yaml_error(format!(
+            "{}: {size} bytes, more than an agent file may hold ({MAX_FILE_BYTES})",
+            path.display()
+        )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?;
     let value: serde_yaml_ng::Value =
@@ -164,13 +186,13 @@ fn read_node(path: &Path, open: &mut Vec<PathBuf>) -> Result<Node> {
     let class = value.get("agent_class").and_then(serde_yaml_ng::Value::as_str).unwrap_or("LlmAgent");
     // ADK accepts the class's bare name or its module path.
     let class = class.rsplit('.').next().unwrap_or_default().to_owned();
-    open.push(path.to_owned());
+    reading.open.push(canonical);
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut children = |refs: Option<Vec<AgentRefConfig>>| -> Result<Vec<Node>> {
         let mut nodes = Vec::new();
         for reference in refs.unwrap_or_default() {
             match (reference.config_path, reference.code) {
-                (Some(config_path), _) => nodes.push(read_node(&dir.join(config_path), open)?),
+                (Some(config_path), _) => nodes.push(read_node(&dir.join(config_path), reading)?),
                 (None, Some(code)) => {
                     return Err(yaml_error(format!(
                         "{}: sub-agent `{code}` is a code reference; give it to the builder instead",
@@ -218,6 +240,6 @@ fn read_node(path: &Path, open: &mut Vec<PathBuf>) -> Result<Node> {
             )));
         }
     };
-    open.pop();
+    reading.open.pop();
     Ok(node)
 }

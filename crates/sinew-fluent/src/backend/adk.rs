@@ -359,7 +359,19 @@ impl AdkBackend {
             builder = builder.output_key(key);
         }
         let mut names = std::collections::HashSet::new();
-        let named = c.tools.iter().flatten().map(|t| self.registry.named_tool(&t.name)).collect::<Result<Vec<_>>>()?;
+        let named = c
+            .tools
+            .iter()
+            .flatten()
+            .map(|t| match &t.args {
+                // ADK builds such a tool with a factory of its own; sinew has none to call.
+                Some(_) => Err(Error::Compile(format!(
+                    "`{}`: tool `{}` is given arguments, which the sinew-adk backend cannot honour (register a tool made with them)",
+                    c.name, t.name
+                ))),
+                None => self.registry.named_tool(&t.name),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut bound = Vec::new();
         for tool in &node.resource_tools {
             let (id, type_name) = tool.resource();
@@ -487,6 +499,12 @@ impl Backend for AdkBackend {
 }
 
 impl AdkBackend {
+    /// Closes `compiled` (ADK's `Runner.close`): every plugin's and middleware's `close` runs.
+    pub async fn close(&self, compiled: &AdkApp) -> Result<()> {
+        self.runner(compiled)?.close().await;
+        Ok(())
+    }
+
     /// Rewinds a session of `compiled` to before invocation `before_invocation_id` (ADK's
     /// `rewind_async`): the state and artifacts return to what they were, and the model no
     /// longer sees the rewound turns.
@@ -524,20 +542,19 @@ impl AdkBackend {
         let events = runner
             .run(&options.user_id, &options.session_id, Some(message), state, run_config)
             .map(|event| event.map(|e| AgentEvent::from_adk(&e)).map_err(Error::from));
-        match config.timeout {
+        // A limit too long to count is no limit.
+        let deadline = config.timeout.and_then(|limit| Some((tokio::time::Instant::now().checked_add(limit)?, limit)));
+        match deadline {
             None => events.boxed(),
-            Some(limit) => {
-                let deadline = tokio::time::Instant::now() + limit;
-                futures::stream::unfold(Some(events), move |events| async move {
-                    let mut events = events?;
-                    match tokio::time::timeout_at(deadline, events.next()).await {
-                        Ok(Some(item)) => Some((item, Some(events))),
-                        Ok(None) => None,
-                        Err(_) => Some((Err(Error::Timeout(limit)), None)),
-                    }
-                })
-                .boxed()
-            }
+            Some((deadline, limit)) => futures::stream::unfold(Some(events), move |events| async move {
+                let mut events = events?;
+                match tokio::time::timeout_at(deadline, events.next()).await {
+                    Ok(Some(item)) => Some((item, Some(events))),
+                    Ok(None) => None,
+                    Err(_) => Some((Err(Error::Timeout(limit)), None)),
+                }
+            })
+            .boxed(),
         }
     }
 }
@@ -837,6 +854,17 @@ mod nodes {
         }
     }
 
+    /// The invocation before the running one in the session.
+    async fn previous_invocation(ctx: &InvocationContext) -> Option<String> {
+        let session = ctx.session().await;
+        session
+            .events
+            .iter()
+            .rev()
+            .find(|e| e.invocation_id.as_ref() != ctx.invocation_id())
+            .map(|e| e.invocation_id.to_string())
+    }
+
     #[async_trait]
     impl Agent for Gate {
         fn name(&self) -> &str {
@@ -846,12 +874,25 @@ mod nodes {
         async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
             let state = ctx.state().await;
             let key = self.pending_key();
-            if state.get(&key).is_some_and(|v| *v == Value::Bool(true)) {
-                // The user answered the gate's question: the pipeline goes on.
-                return write_state(ctx, Map::from_iter([(key, Value::Null)])).await;
+            if let Some(Value::String(asked_in)) = state.get(&key) {
+                let cleared = Map::from_iter([(key.clone(), Value::Null)]);
+                if previous_invocation(ctx).await.as_deref() == Some(asked_in) {
+                    // This message answers the gate's question.
+                    let reply = ctx.user_content().map(Content::text).unwrap_or_default();
+                    if (self.0.approves)(&reply) {
+                        return write_state(ctx, cleared).await;
+                    }
+                    say(ctx, "Not approved.", cleared).await?;
+                    ctx.end_invocation();
+                    return Ok(());
+                }
+                // A question nobody answered (the conversation went elsewhere): asked anew below
+                // if it still needs asking.
+                write_state(ctx, cleared).await?;
             }
             if (self.0.predicate)(&state) {
-                say(ctx, &self.0.message, Map::from_iter([(key, Value::Bool(true))])).await?;
+                let asked = Map::from_iter([(key, Value::String(ctx.invocation_id().to_owned()))]);
+                say(ctx, &self.0.message, asked).await?;
                 ctx.end_invocation();
             }
             Ok(())

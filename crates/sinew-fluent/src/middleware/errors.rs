@@ -12,9 +12,14 @@ use tokio::time::Instant;
 
 use super::Middleware;
 
-/// Retries a failed model call or tool call, waiting `backoff`, then twice that, and so on,
-/// until one attempt succeeds or `max_attempts` attempts (the first included) failed; then the
-/// last error stands. A model call is retried on the agent's own model, without streaming.
+/// Retries a failed model call or tool call, waiting `backoff`, then twice that, and so on (or
+/// longer when the service asked for it), until one attempt succeeds or `max_attempts` attempts
+/// (the first included) failed; then the error stands. Only failures a retry can cure are retried:
+/// a model's rate limit, network failure or unavailability, and a tool's failure (not arguments
+/// the model got wrong). A model call is retried on the agent's own model, without streaming;
+/// each retry counts against `max_llm_calls`. Retried calls do not pass through `after_model`
+/// (ADK hands an error callback's answer on as it is): put token budgets and cost trackers to
+/// work on the calls they see.
 #[derive(Debug)]
 pub struct Retry {
     max_attempts: u32,
@@ -55,17 +60,23 @@ impl Middleware for Retry {
         &self,
         ctx: &CallbackContext,
         request: &LlmRequest,
-        _error: &sinew_adk::Error,
+        error: &sinew_adk::Error,
     ) -> Option<LlmResponse> {
+        let mut asked = match error {
+            sinew_adk::Error::Model(e) if e.is_retryable() => e.retry_after(),
+            _ => return None,
+        };
         let invocation = ctx.invocation();
         let model = invocation.agent().as_llm_agent()?.canonical_model(invocation.root_agent()).ok()?;
         for retry in 1..self.max_attempts {
-            tokio::time::sleep(self.delay(retry)).await;
+            tokio::time::sleep(self.delay(retry).max(asked.unwrap_or_default())).await;
             if invocation.count_llm_call().is_err() {
                 return None;
             }
-            if let Ok(response) = call_once(model.as_ref(), request.clone()).await {
-                return Some(response);
+            match call_once(model.as_ref(), request.clone()).await {
+                Ok(response) => return Some(response),
+                Err(sinew_adk::Error::Model(e)) if e.is_retryable() => asked = e.retry_after(),
+                Err(_) => return None,
             }
         }
         None
@@ -76,16 +87,26 @@ impl Middleware for Retry {
         ctx: &ToolContext,
         tool: &dyn Tool,
         args: &Map<String, Value>,
-        _error: &ToolError,
+        error: &ToolError,
     ) -> Option<Map<String, Value>> {
+        if !matches!(error, ToolError::Failed(_)) {
+            return None;
+        }
         for retry in 1..self.max_attempts {
             tokio::time::sleep(self.delay(retry)).await;
-            if let Ok(value) = tool.run(args.clone(), ctx).await {
-                return Some(sinew_adk::response_object(value));
+            match tool.run(args.clone(), ctx).await {
+                Ok(value) => return Some(sinew_adk::response_object(value)),
+                Err(ToolError::Failed(_)) => {}
+                Err(_) => return None,
             }
         }
         None
     }
+}
+
+/// An instant no run reaches (about thirty years from now).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
 }
 
 /// Where a circuit breaker stands for an agent.
@@ -103,13 +124,16 @@ pub enum BreakerState {
 #[derive(Clone, Copy, Debug)]
 enum Circuit {
     Closed(u32),
+    /// Refusing calls until the instant; after it, the next call is the trial.
     Open(Instant),
-    HalfOpen,
+    /// The one trial call is out: others are refused until it answers.
+    Trial,
 }
 
 /// Stops calling a failing model: after `threshold` failed calls in a row an agent's calls are
 /// answered with an error response (`CIRCUIT_OPEN`) for `cool_down`; then one trial call goes
-/// through, and its success closes the circuit, its failure opens it again.
+/// through (others are refused while it is out), and its answer closes the circuit, its failure
+/// opens it again.
 #[derive(Debug)]
 pub struct CircuitBreaker {
     threshold: u32,
@@ -123,6 +147,11 @@ impl CircuitBreaker {
         CircuitBreaker { threshold: threshold.max(1), cool_down, circuits: Mutex::new(HashMap::new()) }
     }
 
+    /// Open until the cool-down ends (for good, when it is too long to count).
+    fn open(&self) -> Circuit {
+        Circuit::Open(Instant::now().checked_add(self.cool_down).unwrap_or_else(far_future))
+    }
+
     fn circuits(&self) -> std::sync::MutexGuard<'_, HashMap<String, Circuit>> {
         self.circuits.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -132,7 +161,7 @@ impl CircuitBreaker {
         match self.circuits().get(agent).copied().unwrap_or(Circuit::Closed(0)) {
             Circuit::Closed(n) => BreakerState::Closed(n),
             Circuit::Open(until) if Instant::now() < until => BreakerState::Open,
-            Circuit::Open(_) | Circuit::HalfOpen => BreakerState::HalfOpen,
+            Circuit::Open(_) | Circuit::Trial => BreakerState::HalfOpen,
         }
     }
 }
@@ -146,22 +175,34 @@ impl Middleware for CircuitBreaker {
     async fn before_model(&self, ctx: &CallbackContext, _request: &mut LlmRequest) -> Option<LlmResponse> {
         let mut circuits = self.circuits();
         let circuit = circuits.entry(ctx.agent_name().to_owned()).or_insert(Circuit::Closed(0));
-        match *circuit {
-            Circuit::Open(until) if Instant::now() < until => Some(LlmResponse::error(
-                "CIRCUIT_OPEN",
-                format!("calls of agent `{}` are paused after {} failures in a row", ctx.agent_name(), self.threshold),
-            )),
+        let refuse = match *circuit {
+            Circuit::Open(until) if Instant::now() < until => true,
+            Circuit::Trial => true,
             Circuit::Open(_) => {
-                *circuit = Circuit::HalfOpen;
-                None
+                *circuit = Circuit::Trial;
+                false
             }
-            Circuit::Closed(_) | Circuit::HalfOpen => None,
-        }
+            Circuit::Closed(_) => false,
+        };
+        refuse.then(|| {
+            LlmResponse::error(
+                CIRCUIT_OPEN,
+                format!("calls of agent `{}` are paused after {} failures in a row", ctx.agent_name(), self.threshold),
+            )
+        })
     }
 
     async fn after_model(&self, ctx: &CallbackContext, response: &LlmResponse) -> Option<LlmResponse> {
-        if !response.is_partial() && response.error_code.as_deref() != Some("CIRCUIT_OPEN") {
-            self.circuits().insert(ctx.agent_name().to_owned(), Circuit::Closed(0));
+        if response.is_partial() || response.error_code.as_deref() == Some(CIRCUIT_OPEN) {
+            return None;
+        }
+        let mut circuits = self.circuits();
+        let circuit = circuits.entry(ctx.agent_name().to_owned()).or_insert(Circuit::Closed(0));
+        match (*circuit, response.error_code.is_some()) {
+            // An answer closes the circuit; a failed trial opens it again.
+            (_, false) => *circuit = Circuit::Closed(0),
+            (Circuit::Trial, true) => *circuit = self.open(),
+            (_, true) => {}
         }
         None
     }
@@ -176,8 +217,11 @@ impl Middleware for CircuitBreaker {
         let circuit = circuits.entry(ctx.agent_name().to_owned()).or_insert(Circuit::Closed(0));
         *circuit = match *circuit {
             Circuit::Closed(n) if n + 1 < self.threshold => Circuit::Closed(n + 1),
-            _ => Circuit::Open(Instant::now() + self.cool_down),
+            _ => self.open(),
         };
         None
     }
 }
+
+/// The error code of a call the breaker refused.
+const CIRCUIT_OPEN: &str = "CIRCUIT_OPEN";

@@ -1,6 +1,6 @@
 //! Model-layer middleware: token budget, cost tracker, response cache, rate limiter.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -9,17 +9,23 @@ use async_trait::async_trait;
 use sinew_adk::{CallbackContext, InvocationContext, LlmRequest, LlmResponse};
 
 use super::{Middleware, call_key};
+use crate::bounded::BoundedMap;
+
+/// Requests longer than this, written out, are not cached (the key is the request itself).
+const MAX_CACHED_REQUEST: usize = 1 << 20;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The tokens a response used: prompt and candidates (ADK's `usageMetadata`).
+/// The tokens a response used: prompt, answer (thoughts included) and cached prompt tokens
+/// (ADK's `usageMetadata`).
 fn tokens(response: &LlmResponse) -> (u64, u64, u64) {
     response.usage_metadata.as_ref().map_or((0, 0, 0), |u| {
         (
             u.prompt_token_count.unwrap_or(0),
-            u.candidates_token_count.unwrap_or(0),
+            // Thinking is billed as output.
+            u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0),
             u.cached_content_token_count.unwrap_or(0),
         )
     })
@@ -36,18 +42,18 @@ fn complete(response: &LlmResponse) -> bool {
 pub struct TokenBudget {
     limit: u64,
     per_invocation: bool,
-    used: Mutex<HashMap<String, u64>>,
+    used: Mutex<BoundedMap<u64>>,
 }
 
 impl TokenBudget {
     /// At most `limit` tokens per invocation.
     pub fn per_invocation(limit: u64) -> Self {
-        TokenBudget { limit, per_invocation: true, used: Mutex::new(HashMap::new()) }
+        TokenBudget { limit, per_invocation: true, used: Mutex::default() }
     }
 
     /// At most `limit` tokens over every run of the backend.
     pub fn total(limit: u64) -> Self {
-        TokenBudget { limit, per_invocation: false, used: Mutex::new(HashMap::new()) }
+        TokenBudget { limit, per_invocation: false, used: Mutex::default() }
     }
 
     fn key(&self, invocation_id: &str) -> String {
@@ -80,7 +86,7 @@ impl Middleware for TokenBudget {
     async fn after_model(&self, ctx: &CallbackContext, response: &LlmResponse) -> Option<LlmResponse> {
         if complete(response) {
             let (prompt, answer, _) = tokens(response);
-            *lock(&self.used).entry(self.key(ctx.invocation_id())).or_default() += prompt + answer;
+            *lock(&self.used).entry_or_insert_with(&self.key(ctx.invocation_id()), || 0) += prompt + answer;
         }
         None
     }
@@ -142,7 +148,7 @@ type PriceLookup = Box<dyn Fn(&str) -> Option<Price> + Send + Sync>;
 /// (the facade's model catalog: `sinew::catalog::fluent_price`, or a table of your own).
 pub struct CostTracker {
     prices: PriceLookup,
-    models: Mutex<HashMap<String, Option<String>>>,
+    models: Mutex<BoundedMap<Option<String>>>,
     costs: Mutex<BTreeMap<String, AgentCost>>,
 }
 
@@ -155,7 +161,7 @@ impl std::fmt::Debug for CostTracker {
 impl CostTracker {
     /// A tracker pricing each model by name with `prices`.
     pub fn new(prices: impl Fn(&str) -> Option<Price> + Send + Sync + 'static) -> Self {
-        CostTracker { prices: Box::new(prices), models: Mutex::new(HashMap::new()), costs: Mutex::new(BTreeMap::new()) }
+        CostTracker { prices: Box::new(prices), models: Mutex::default(), costs: Mutex::new(BTreeMap::new()) }
     }
 
     /// What each agent used and cost so far, by agent name.
@@ -176,7 +182,7 @@ impl Middleware for CostTracker {
     }
 
     async fn before_model(&self, ctx: &CallbackContext, request: &mut LlmRequest) -> Option<LlmResponse> {
-        lock(&self.models).insert(call_key(ctx), request.model.clone());
+        lock(&self.models).insert(&call_key(ctx), request.model.clone());
         None
     }
 
@@ -184,7 +190,12 @@ impl Middleware for CostTracker {
         if response.is_partial() {
             return None;
         }
-        let model = lock(&self.models).remove(&call_key(ctx)).flatten();
+        // Only a call this tracker saw go out counts, and only when it was answered: a stand-in
+        // from middleware earlier in the stack, or an error response, is no model call.
+        let model = lock(&self.models).remove(&call_key(ctx))?;
+        if response.error_code.is_some() {
+            return None;
+        }
         let (input, output, cached) = tokens(response);
         let price = model.as_deref().and_then(|m| (self.prices)(m));
         let mut costs = lock(&self.costs);
@@ -202,16 +213,27 @@ impl Middleware for CostTracker {
         }
         None
     }
+
+    async fn on_model_error(
+        &self,
+        ctx: &CallbackContext,
+        _request: &LlmRequest,
+        _error: &sinew_adk::Error,
+    ) -> Option<LlmResponse> {
+        lock(&self.models).remove(&call_key(ctx));
+        None
+    }
 }
 
 /// Answers a model request it has seen before with the answer it got then, without calling the
-/// model. Requests are compared whole (model, history, instruction, tools, settings); complete
-/// answers are kept, at most `capacity` of them, the oldest dropped first.
+/// model (the replayed answer reports no token usage: nothing was used). Requests are compared
+/// whole (model, history, instruction, tools, settings); complete answers are kept, at most
+/// `capacity` of them, the oldest dropped first; requests over 1 MiB written out are not cached.
 #[derive(Debug)]
 pub struct ResponseCache {
     capacity: usize,
-    entries: Mutex<(HashMap<String, LlmResponse>, VecDeque<String>)>,
-    pending: Mutex<HashMap<String, String>>,
+    entries: Mutex<BoundedMap<LlmResponse>>,
+    pending: Mutex<BoundedMap<String>>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -221,8 +243,8 @@ impl ResponseCache {
     pub fn new(capacity: usize) -> Self {
         ResponseCache {
             capacity,
-            entries: Mutex::new((HashMap::new(), VecDeque::new())),
-            pending: Mutex::new(HashMap::new()),
+            entries: Mutex::new(BoundedMap::with_cap(capacity)),
+            pending: Mutex::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -246,31 +268,41 @@ impl Middleware for ResponseCache {
     }
 
     async fn before_model(&self, ctx: &CallbackContext, request: &mut LlmRequest) -> Option<LlmResponse> {
-        let key = serde_json::to_string(request).ok()?;
-        if let Some(answer) = lock(&self.entries).0.get(&key) {
+        let call = call_key(ctx);
+        lock(&self.pending).remove(&call);
+        if self.capacity == 0 {
+            return None;
+        }
+        let key = serde_json::to_string(request).ok().filter(|k| k.len() <= MAX_CACHED_REQUEST)?;
+        if let Some(answer) = lock(&self.entries).get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return Some(answer.clone());
+            let mut answer = answer.clone();
+            answer.usage_metadata = None;
+            return Some(answer);
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
-        lock(&self.pending).insert(call_key(ctx), key);
+        lock(&self.pending).insert(&call, key);
         None
     }
 
     async fn after_model(&self, ctx: &CallbackContext, response: &LlmResponse) -> Option<LlmResponse> {
-        if !complete(response) || self.capacity == 0 {
+        if response.is_partial() {
             return None;
         }
         let key = lock(&self.pending).remove(&call_key(ctx))?;
-        let mut entries = lock(&self.entries);
-        let (map, order) = &mut *entries;
-        if map.insert(key.clone(), response.clone()).is_none() {
-            order.push_back(key);
+        if response.error_code.is_none() {
+            lock(&self.entries).insert(&key, response.clone());
         }
-        while order.len() > self.capacity {
-            if let Some(oldest) = order.pop_front() {
-                map.remove(&oldest);
-            }
-        }
+        None
+    }
+
+    async fn on_model_error(
+        &self,
+        ctx: &CallbackContext,
+        _request: &LlmRequest,
+        _error: &sinew_adk::Error,
+    ) -> Option<LlmResponse> {
+        lock(&self.pending).remove(&call_key(ctx));
         None
     }
 }
@@ -285,8 +317,8 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// A bucket of `capacity` tokens refilled at `per_second` tokens a second (both at least a
-    /// thousandth).
+    /// A bucket of `capacity` tokens (at least one) refilled at `per_second` tokens a second (at
+    /// least a thousandth).
     pub fn new(capacity: f64, per_second: f64) -> Self {
         let capacity = capacity.max(1.0);
         RateLimiter {

@@ -7,15 +7,19 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use regex::Regex;
 use serde_json::{Map, Value, json};
-use sinew_adk::{CallbackContext, Content, InvocationContext, LlmRequest, LlmResponse, Tool, ToolContext, ToolError};
+use sinew_adk::{
+    CallbackContext, Content, InvocationContext, LlmRequest, LlmResponse, SystemInstruction, Tool, ToolContext,
+    ToolError,
+};
 
 use super::Middleware;
 
 type Sink = Arc<Mutex<Box<dyn Write + Send>>>;
 
 /// One JSON object per line for every runner, agent, model and tool step: which invocation, which
-/// agent, the model's token counts, the tool's name and argument names, errors. Values (messages,
-/// arguments, results) are never written: they may hold secrets.
+/// agent, the model's token counts, the tool's name and argument and result names, and each
+/// error's kind. Values (messages, arguments, results, error texts, which may quote them) are
+/// never written: they may hold secrets.
 pub struct StructuredLog {
     sink: Sink,
 }
@@ -49,6 +53,28 @@ impl StructuredLog {
         // A log that cannot be written must not fail the run.
         let _ = writeln!(sink, "{line}");
         let _ = sink.flush();
+    }
+}
+
+/// What kind of failure a model error is, without its text (which may quote the request).
+fn model_error_kind(error: &sinew_adk::Error) -> &'static str {
+    match error {
+        sinew_adk::Error::Model(e) if e.is_retryable() => "model_unavailable",
+        sinew_adk::Error::Model(_) => "model_error",
+        sinew_adk::Error::LlmCallsLimitExceeded(_) => "llm_calls_limit_exceeded",
+        sinew_adk::Error::Cancelled => "cancelled",
+        _ => "error",
+    }
+}
+
+/// What kind of failure a tool error is, without its text (which may quote the arguments).
+fn tool_error_kind(error: &ToolError) -> &'static str {
+    match error {
+        ToolError::Failed(_) => "failed",
+        ToolError::NotFound(_) => "not_found",
+        ToolError::InvalidArgs(_) => "invalid_args",
+        ToolError::Cancelled => "cancelled",
+        _ => "error",
     }
 }
 
@@ -107,7 +133,12 @@ impl Middleware for StructuredLog {
         _request: &LlmRequest,
         error: &sinew_adk::Error,
     ) -> Option<LlmResponse> {
-        self.write("on_model_error", ctx.invocation_id(), Some(ctx.agent_name()), json!({"error": error.to_string()}));
+        self.write(
+            "on_model_error",
+            ctx.invocation_id(),
+            Some(ctx.agent_name()),
+            json!({"error": model_error_kind(error)}),
+        );
         None
     }
 
@@ -141,7 +172,7 @@ impl Middleware for StructuredLog {
         _args: &Map<String, Value>,
         error: &ToolError,
     ) -> Option<Map<String, Value>> {
-        let fields = json!({"tool": tool.name(), "call_id": ctx.function_call_id(), "error": error.to_string()});
+        let fields = json!({"tool": tool.name(), "call_id": ctx.function_call_id(), "error": tool_error_kind(error)});
         self.write("on_tool_error", ctx.invocation_id(), Some(ctx.agent_name()), fields);
         None
     }
@@ -150,7 +181,7 @@ impl Middleware for StructuredLog {
 /// Replaces personal data with placeholders before the model sees it: e-mail addresses
 /// (`[EMAIL]`), payment card numbers that pass the Luhn check (`[CARD]`), US social security
 /// numbers (`[SSN]`) and phone numbers written as phone numbers (`[PHONE]`: a `+` country code,
-/// an area code in parentheses, or `415-555-0134`), in the text of every request and in tool
+/// an area code in parentheses, or `415-555-0134`), in the system instruction, the text of every request and in tool
 /// results. The session keeps what the user wrote; the model and the tools' answers do not.
 #[derive(Debug)]
 pub struct PiiRedaction {
@@ -189,12 +220,7 @@ impl PiiRedaction {
     /// `text` with its personal data replaced (borrowed when there is none).
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let text = self.email.replace_all(text, "[EMAIL]");
-        let text = match self.card.replace_all(
-            &text,
-            |c: &regex::Captures<'_>| {
-                if luhn(&c[0]) { "[CARD]".to_owned() } else { c[0].to_owned() }
-            },
-        ) {
+        let text = match self.card.replace_all(&text, |c: &regex::Captures<'_>| redact_card(&c[0])) {
             Cow::Borrowed(_) => text,
             Cow::Owned(owned) => Cow::Owned(owned),
         };
@@ -225,6 +251,24 @@ impl PiiRedaction {
     }
 }
 
+/// A run of 13 to 19 digits with its card number (the longest prefix ending where a group of digits
+/// ends that passes the Luhn check: a card followed by an expiry date is one run) replaced.
+fn redact_card(run: &str) -> String {
+    let ends: Vec<usize> = run
+        .char_indices()
+        .filter(|(i, c)| c.is_ascii_digit() && run[i + 1..].chars().next().is_none_or(|next| !next.is_ascii_digit()))
+        .map(|(i, _)| i + 1)
+        .collect();
+    for end in ends.into_iter().rev() {
+        let prefix = &run[..end];
+        let digits = prefix.chars().filter(char::is_ascii_digit).count();
+        if (13..=19).contains(&digits) && luhn(prefix) {
+            return format!("[CARD]{}", &run[end..]);
+        }
+    }
+    run.to_owned()
+}
+
 /// Whether the digits of `number` pass the Luhn check.
 fn luhn(number: &str) -> bool {
     let digits: Vec<u32> = number.chars().filter_map(|c| c.to_digit(10)).collect();
@@ -244,6 +288,24 @@ impl Middleware for PiiRedaction {
     }
 
     async fn before_model(&self, _ctx: &CallbackContext, request: &mut LlmRequest) -> Option<LlmResponse> {
+        // State the instruction's templates brought in is the user's data too.
+        match &mut request.config.system_instruction {
+            Some(SystemInstruction::Text(text)) => {
+                if let Cow::Owned(redacted) = self.redact(text) {
+                    *text = redacted;
+                }
+            }
+            Some(SystemInstruction::Content(content)) => {
+                for part in content.parts.iter_mut().flatten() {
+                    if let Some(text) = &mut part.text
+                        && let Cow::Owned(redacted) = self.redact(text)
+                    {
+                        *text = redacted;
+                    }
+                }
+            }
+            _ => {}
+        }
         for content in &mut request.contents {
             for part in content.parts.iter_mut().flatten() {
                 if let Some(text) = &mut part.text

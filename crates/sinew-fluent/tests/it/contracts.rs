@@ -66,6 +66,44 @@ fn typed_contracts_and_untyped_steps_interoperate() {
     assert!(check_contracts(&mapped).is_empty());
 }
 
+#[test]
+fn a_key_counts_as_written_only_where_every_way_through_writes_it() {
+    let issues = |node: Node| -> Vec<String> {
+        check_contracts(&node.build().unwrap())
+            .into_iter()
+            .map(|i| format!("{}:{}", i.path.rsplit('/').next().unwrap(), i.key))
+            .collect()
+    };
+    let reader = || Agent::named("reader").instruct("{ticket}");
+    // One route branch writes the ticket, the other does not.
+    let routed = Route::new("by", "kind")
+        .when_eq(json!("new"), Agent::named("opener").outputs("ticket"))
+        .otherwise(Agent::named("greeter"));
+    assert_eq!(issues((S::set([("kind", json!("new"))]) >> routed >> reader()).into()), ["reader:ticket"]);
+    // Both write it: fine. A fallback is the same.
+    let both = Route::new("by", "kind")
+        .when_eq(json!("new"), Agent::named("opener").outputs("ticket"))
+        .otherwise(Agent::named("finder").outputs("ticket"));
+    assert!(issues((S::set([("kind", json!("new"))]) >> both >> reader()).into()).is_empty());
+    let fallback = sinew_fluent::fallback("safe", [Agent::named("x").outputs("ticket"), Agent::named("y")]);
+    assert_eq!(issues((fallback >> reader()).into()), ["reader:ticket"]);
+    // What a parallel group's branches write, any of them, is there after it.
+    assert!(issues(((Agent::named("x").outputs("ticket") | Agent::named("y")) >> reader()).into()).is_empty());
+    // A timeout's body may be cut short; a delegate may never be handed the conversation.
+    let bounded =
+        sinew_fluent::timeout("bounded", Agent::named("slow").outputs("ticket"), std::time::Duration::from_secs(1));
+    assert_eq!(issues((bounded >> reader()).into()), ["reader:ticket"]);
+    let delegating = Agent::named("front").delegate([Agent::named("helper").outputs("ticket")]);
+    assert_eq!(issues((delegating >> reader()).into()), ["reader:ticket"]);
+    // Dropped, picked away or renamed keys are gone.
+    let written = || S::set([("ticket", json!(1)), ("other", json!(2))]);
+    assert_eq!(issues((written() >> S::drop(["ticket"]) >> reader()).into()), ["reader:ticket"]);
+    assert_eq!(issues((written() >> S::pick(["other"]) >> reader()).into()), ["reader:ticket"]);
+    assert!(issues((written() >> S::pick(["ticket"]) >> reader()).into()).is_empty());
+    assert_eq!(issues((written() >> S::rename([("ticket", "case")]) >> reader()).into()), ["reader:ticket"]);
+    assert_eq!(issues((S::pick(["ticket"]) >> reader()).into()), ["reader:ticket"], "pick keeps, it does not write");
+}
+
 /// Agent `i` reads what agent `i - 1` wrote and writes `step_i`.
 fn hundred_agents(model: impl Fn(usize) -> Option<Arc<dyn sinew_adk::Llm>>) -> Node {
     let mut pipeline = Pipeline::new("hundred");

@@ -12,7 +12,7 @@ use super::FakeLlm;
 #[tokio::test]
 async fn the_harness_keeps_one_conversation() {
     let pipeline = S::set([("amount", json!(5000))])
-        >> gate("approval", |s| s["amount"].as_i64() > Some(1000), "Approve?")
+        >> gate("approval", |s| s.get("amount").and_then(serde_json::Value::as_i64) > Some(1000), "Approve?")
         >> Agent::named("refund").outputs("status");
     let mut harness = Harness::new(pipeline, MockBackend::new([("refund", json!("Refunded."))])).unwrap();
     let asked = harness.send("refund me").await.unwrap();
@@ -25,7 +25,8 @@ async fn the_harness_keeps_one_conversation() {
 
     // Another session starts the conversation over.
     let mut other = Harness::new(
-        S::set([("amount", json!(5000))]) >> gate("approval", |s| s["amount"].as_i64() > Some(1000), "Approve?"),
+        S::set([("amount", json!(5000))])
+            >> gate("approval", |s| s.get("amount").and_then(serde_json::Value::as_i64) > Some(1000), "Approve?"),
         MockBackend::new(Vec::<(String, serde_json::Value)>::new()),
     )
     .unwrap()

@@ -64,6 +64,15 @@ pub(crate) async fn state(backend: &AdkBackend, app: &AdkApp) -> Map<String, Val
         .state
 }
 
+/// The error of a failed model call: `fatal: ...` as a refused key, anything else as a service
+/// that is down for now.
+pub(crate) fn failure(message: String) -> sinew_adk::Error {
+    sinew_adk::Error::Model(match message.strip_prefix("fatal: ") {
+        Some(message) => sinew_core::ProviderError::Auth(message.to_owned()),
+        None => sinew_core::ProviderError::Unavailable { status: 503, message },
+    })
+}
+
 /// A model answering from a script (text, or an error), each answer reporting `usage` tokens
 /// (prompt, answer); counts its calls.
 pub(crate) struct FakeLlm {
@@ -111,7 +120,9 @@ impl sinew_adk::Llm for FakeLlm {
         self.requests.lock().unwrap().push(request);
         let next = self.script.lock().unwrap().pop_front().unwrap_or_else(|| Err("the script ran out".into()));
         let usage = self.usage;
-        let item = next.map_err(sinew_adk::Error::InvalidRequest).map(|text| {
+        // `fatal: ...` fails as a bad key does (not worth retrying); anything else as an
+        // unavailable service.
+        let item = next.map_err(failure).map(|text| {
             let mut response = sinew_adk::LlmResponse::new(Content::model_text(text));
             let mut metadata = sinew_adk::UsageMetadata::default();
             metadata.prompt_token_count = Some(usage.0);

@@ -101,6 +101,30 @@ async fn middleware_runs_before_agent_callbacks_and_the_first_answer_wins() {
 }
 
 #[tokio::test]
+async fn closing_the_app_closes_every_middleware() {
+    struct Closing(Arc<AtomicUsize>);
+
+    #[async_trait]
+    impl Middleware for Closing {
+        fn name(&self) -> &str {
+            "closing"
+        }
+
+        async fn close(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    let closed = Arc::new(AtomicUsize::new(0));
+    let backend = AdkBackend::new()
+        .with_middleware(Arc::new(Closing(closed.clone())))
+        .with_middleware(Arc::new(Closing(closed.clone())));
+    let compiled = backend.compile(&Agent::named("a").build().unwrap(), &ExecutionConfig::default()).unwrap();
+    backend.close(&compiled).await.unwrap();
+    assert_eq!(closed.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn a_token_budget_refuses_calls_once_spent() {
     let model = FakeLlm::new("m", (60, 40), [Ok("one"), Ok("two"), Ok("three")]);
     let budget = Arc::new(TokenBudget::total(150));
@@ -139,6 +163,14 @@ async fn the_cost_tracker_attributes_tokens_and_dollars_per_agent() {
     assert!((writer.cost - 0.0105).abs() < 1e-12, "{}", writer.cost);
     assert_eq!((costs["checker"].unpriced_calls, costs["checker"].cost), (1, 0.0));
     assert!((tracker.total() - 0.021).abs() < 1e-12);
+
+    // A stand-in answer of middleware earlier in the stack (a spent budget) is no model call.
+    let model = FakeLlm::new("m", (10, 10), [Ok("one")]);
+    let tracker = Arc::new(CostTracker::new(|_| Some(Price::new(1.0, 1.0))));
+    let backend = AdkBackend::new().with_middleware(tracker.clone()).with_middleware(Arc::new(TokenBudget::total(1)));
+    run_with(&backend, Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>), "1", "s2").await.unwrap();
+    run_with(&backend, Agent::new("a", model as Arc<dyn sinew_adk::Llm>), "2", "s2").await.unwrap();
+    assert_eq!(tracker.costs()["a"].calls, 1);
 }
 
 #[tokio::test]
@@ -154,6 +186,20 @@ async fn the_response_cache_answers_a_request_it_has_seen() {
     // Another question goes to the model.
     assert_eq!(final_text(&run_with(&backend, node(), "other question", "s3").await.unwrap()), "second call");
     assert_eq!((cache.hits(), cache.misses(), model.calls()), (1, 2, 2));
+
+    // A replayed answer used no tokens; a cache of one keeps the latest answer only.
+    let model = FakeLlm::new("m", (7, 7), [Ok("a"), Ok("b"), Ok("a again")]);
+    let cache = Arc::new(ResponseCache::new(1));
+    let tracker = Arc::new(CostTracker::new(|_| Some(Price::new(1.0, 1.0))));
+    let backend = AdkBackend::new().with_middleware(tracker.clone()).with_middleware(cache.clone());
+    let node = || Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>);
+    run_with(&backend, node(), "q1", "t1").await.unwrap();
+    run_with(&backend, node(), "q1", "t2").await.unwrap();
+    let costs = tracker.costs();
+    assert_eq!((costs["a"].calls, costs["a"].input_tokens), (2, 7), "the replay reported no tokens");
+    run_with(&backend, node(), "q2", "t3").await.unwrap();
+    assert_eq!(final_text(&run_with(&backend, node(), "q1", "t4").await.unwrap()), "a again", "q1 was evicted by q2");
+    assert_eq!(model.calls(), 3);
 }
 
 #[tokio::test(start_paused = true)]
@@ -190,11 +236,19 @@ async fn retry_repeats_failed_model_and_tool_calls_with_backoff() {
     assert!(error.to_string().contains("down"), "{error}");
     assert_eq!(model.calls(), 2, "two attempts, then the error stands");
 
+    // A failure a retry cannot cure is not retried.
+    let model = FakeLlm::new("m", (1, 1), [Err("fatal: bad key"), Ok("never")]);
+    let backend = AdkBackend::new().with_middleware(Arc::new(Retry::new(5, Duration::from_millis(10))));
+    let error =
+        run_with(&backend, Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>), "go", "s4").await.unwrap_err();
+    assert!(error.to_string().contains("bad key"), "{error}");
+    assert_eq!(model.calls(), 1);
+
     let attempts = Arc::new(AtomicUsize::new(0));
     let counted = attempts.clone();
     let flaky = FunctionTool::new("flaky", "Fails twice.", Value::Null, move |_, _| {
         let n = counted.fetch_add(1, Ordering::SeqCst);
-        async move { if n < 2 { Err(ToolError::InvalidArgs("not yet".into())) } else { Ok(json!({"ok": n})) } }
+        async move { if n < 2 { Err(ToolError::Failed("not yet".into())) } else { Ok(json!({"ok": n})) } }
     });
     let model = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("flaky", json!({})), ScriptedAnswer::text("done")]));
     let backend = AdkBackend::new().with_middleware(Arc::new(Retry::new(3, Duration::from_millis(10))));
@@ -341,19 +395,27 @@ async fn pii_is_redacted_before_the_model_and_in_tool_results() {
         "no Luhn, no card"
     );
     assert!(matches!(redaction.redact("nothing here"), std::borrow::Cow::Borrowed(_)));
+    assert_eq!(
+        redaction.redact("card 4111 1111 1111 1111 05 27 please"),
+        "card [CARD] 05 27 please",
+        "an expiry after the card"
+    );
 
     let owner = FunctionTool::new("owner", "Finds the owner.", Value::Null, |_, _| async {
         Ok(json!({"owner": {"email": "bob@example.com"}}))
     });
     let model = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("owner", json!({})), ScriptedAnswer::text("done")]));
     let backend = AdkBackend::new().with_middleware(Arc::new(redaction));
-    let events = run_with(&backend, Agent::new("a", model.clone()).tool(Arc::new(owner)), "I am ada@example.com", "s")
-        .await
-        .unwrap();
+    let node =
+        Agent::new("a", model.clone()).instruct("The user's card: {card}").tool(Arc::new(owner)).build().unwrap();
+    let compiled = backend.compile(&node, &ExecutionConfig::default()).unwrap();
+    let card = Map::from_iter([("card".to_owned(), json!("4111 1111 1111 1111"))]);
+    let events =
+        backend.run(&compiled, "I am ada@example.com", RunOptions::session("u", "s").with_state(card)).await.unwrap();
     assert_eq!(events[1].tool_responses[0].result, json!({"owner": {"email": "[EMAIL]"}}));
     for (request, _) in model.requests() {
         let sent = serde_json::to_string(&request).unwrap();
-        assert!(!sent.contains("@example.com"), "{sent}");
-        assert!(sent.contains("I am [EMAIL]"), "{sent}");
+        assert!(!sent.contains("@example.com") && !sent.contains("4111 1111"), "{sent}");
+        assert!(sent.contains("I am [EMAIL]") && sent.contains("The user's card: [CARD]"), "{sent}");
     }
 }

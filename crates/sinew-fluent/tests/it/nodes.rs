@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use sinew_fluent::{
-    Agent, AgentEvent, Backend as _, Error, Execute as _, ExecutionConfig, MockBackend, Node, Route, RunOptions, S,
-    fallback, final_text, gate, map_over, race, tap, timeout, transfer, transfer_if,
+    Agent, AgentEvent, Backend as _, Error, Execute as _, ExecutionConfig, MockBackend, Node, Pipeline, Route,
+    RunOptions, S, fallback, final_text, gate, map_over, race, tap, timeout, transfer, transfer_if,
 };
 
 use super::Probe;
@@ -67,6 +67,18 @@ async fn pick_drop_and_rename_remove_only_session_scoped_keys() {
     );
     assert_eq!((&state["alpha"], &state["a"], &state["app:plan"]), (&json!(1), &Value::Null, &json!("pro")));
 
+    // Renames read the state as it was: a swap swaps, a chain moves each value once.
+    let (_, state) = run(S::rename([("a", "b"), ("b", "a")]), json!({}), json!({"a": 1, "b": 2})).await;
+    assert_eq!((&state["a"], &state["b"]), (&json!(2), &json!(1)));
+    let (_, state) = run(S::rename([("a", "b"), ("b", "c")]), json!({}), json!({"a": 1, "b": 2})).await;
+    assert_eq!((&state["a"], &state["b"], &state["c"]), (&Value::Null, &json!(1), &json!(2)));
+
+    // Names made from scoped keys follow ADK's name rule.
+    let (events, state) =
+        run(S::set([("user:tone", json!("warm"))]) >> S::drop(["temp:x"]), json!({}), json!({})).await;
+    assert_eq!(authors(&events), ["set_user_tone"]);
+    assert_eq!(state["user:tone"], "warm");
+
     // A transform with nothing to write writes no event.
     let (events, _) = run(S::drop(["nothing_here"]), json!({}), json!({})).await;
     assert!(authors(&events).is_empty(), "{events:?}");
@@ -112,14 +124,15 @@ async fn a_fallback_tries_its_children_in_order() {
     assert_eq!(authors(&events), ["main"], "the spare runs only when the main one fails");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_race_keeps_the_first_to_finish_and_cancels_the_others() {
     let (slow, slow_done) = Probe::node("slow", Duration::from_secs(30), false);
     let (fast, fast_done) = Probe::node("fast", Duration::from_millis(10), false);
     let (events, _) = run(race("fastest", [slow, fast]), json!({}), json!({})).await;
     assert_eq!(final_text(&events), "fast done");
     assert!(fast_done.load(Ordering::SeqCst));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Long after the loser would have finished, it has not: it was cancelled.
+    tokio::time::sleep(Duration::from_secs(60)).await;
     assert!(!slow_done.load(Ordering::SeqCst), "the loser was cancelled");
 
     // A failing branch does not win.
@@ -129,31 +142,62 @@ async fn a_race_keeps_the_first_to_finish_and_cancels_the_others() {
     assert_eq!(final_text(&events), "steady done");
 }
 
+fn over_1000(state: &Map<String, Value>) -> bool {
+    state.get("amount").and_then(Value::as_i64).is_some_and(|amount| amount > 1000)
+}
+
 #[tokio::test]
-async fn a_gate_stops_for_approval_and_lets_the_next_message_through() {
+async fn a_gate_stops_for_approval_and_the_answer_decides() {
     let pipeline = (S::set([("amount", json!(5000))])
-        >> gate("approval", |state| state["amount"].as_i64() > Some(1000), "Approve a refund of 5000?")
+        >> gate("approval", over_1000, "Approve a refund of 5000?")
         >> Agent::named("refund"))
     .build()
     .unwrap();
     let backend = MockBackend::new([("refund", json!("Refunded."))]);
     let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
-    let first = backend.run(&compiled, "refund me", RunOptions::default()).await.unwrap();
+    let session = |s: &str| RunOptions::session("u", s);
+    let first = backend.run(&compiled, "refund me", session("yes")).await.unwrap();
     assert_eq!(final_text(&first), "Approve a refund of 5000?");
     assert!(!authors(&first).contains(&"refund"), "the invocation stopped at the gate");
+    let approved = backend.run(&compiled, "Yes!", session("yes")).await.unwrap();
+    assert_eq!(final_text(&approved), "Refunded.");
+    assert_eq!(deltas(&approved, "approval"), [json!({"_gate_approval_pending": null}).as_object().unwrap().clone()]);
 
-    let second = backend.run(&compiled, "yes", RunOptions::default()).await.unwrap();
-    assert_eq!(final_text(&second), "Refunded.");
-    assert_eq!(deltas(&second, "approval"), [json!({"_gate_approval_pending": null}).as_object().unwrap().clone()]);
+    // Anything but a yes stops the pipeline, and the question is not pending any more.
+    backend.run(&compiled, "refund me", session("no")).await.unwrap();
+    let refused = backend.run(&compiled, "no way", session("no")).await.unwrap();
+    assert_eq!(final_text(&refused), "Not approved.");
+    assert!(!authors(&refused).contains(&"refund"));
+    let asked_again = backend.run(&compiled, "yes", session("no")).await.unwrap();
+    assert_eq!(final_text(&asked_again), "Approve a refund of 5000?", "a new message asks again");
 
     // Below the threshold the gate does not ask.
     let (events, _) = run(
-        gate("approval", |state| state["amount"].as_i64() > Some(1000), "?") >> Agent::named("refund"),
+        gate("approval", over_1000, "?") >> Agent::named("refund"),
         json!({"refund": "Refunded."}),
         json!({"amount": 10}),
     )
     .await;
     assert_eq!(authors(&events), ["refund"]);
+}
+
+#[tokio::test]
+async fn a_question_left_unanswered_does_not_approve_a_later_one() {
+    // The first message reaches the gate; the second goes elsewhere (the route skips the gate);
+    // the third reaches the gate again: the old question must not count as answered.
+    let pipeline = (Route::new("by_topic", "topic")
+        .when_eq(json!("refund"), (gate("approval", |_| true, "Approve?") >> Agent::named("refund")).build().unwrap())
+        .otherwise(Agent::named("chat")))
+    .build()
+    .unwrap();
+    let backend = MockBackend::new([("refund", json!("Refunded.")), ("chat", json!("Hello."))]);
+    let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
+    let with_topic =
+        |topic: &str| RunOptions::default().with_state(Map::from_iter([("topic".to_owned(), json!(topic))]));
+    assert_eq!(final_text(&backend.run(&compiled, "refund me", with_topic("refund")).await.unwrap()), "Approve?");
+    assert_eq!(final_text(&backend.run(&compiled, "hi", with_topic("chat")).await.unwrap()), "Hello.");
+    let later = backend.run(&compiled, "yes", with_topic("refund")).await.unwrap();
+    assert_eq!(final_text(&later), "Approve?", "asked again, not waved through");
 }
 
 #[tokio::test]
@@ -186,7 +230,7 @@ async fn map_over_runs_the_body_per_item_and_collects_results_in_order() {
     assert!(error.to_string().contains("maps over state `numbers`, which is not a list"), "{error}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_timeout_cancels_its_body_and_the_pipeline_goes_on() {
     let (slow, finished) = Probe::node("slow", Duration::from_secs(30), false);
     let pipeline = timeout("bounded", slow, Duration::from_millis(20)) >> Agent::named("after");
@@ -196,6 +240,7 @@ async fn a_timeout_cancels_its_body_and_the_pipeline_goes_on() {
         events.iter().find(|e| e.author == "bounded").unwrap().content.as_deref(),
         Some("`slow` timed out after 0.02 s")
     );
+    tokio::time::sleep(Duration::from_secs(60)).await;
     assert!(!finished.load(Ordering::SeqCst), "the body was cancelled");
     assert_eq!(state["kept"], true, "the session is intact");
 
@@ -217,10 +262,11 @@ async fn a_transfer_hands_the_conversation_to_its_target() {
     let (events, _) = run(tree(), answers.clone(), json!({})).await;
     assert_eq!(authors(&events), ["front"], "the condition did not hold");
 
-    let backend = MockBackend::new(Vec::<(String, Value)>::new());
-    let compiled = backend.compile(&transfer("handoff", "nobody"), &ExecutionConfig::default()).unwrap();
-    let error = backend.run(&compiled, "go", RunOptions::default()).await.unwrap_err();
-    assert!(error.to_string().contains("failed to find agent: nobody"), "{error}");
+    let error = transfer("handoff", "nobody").build().unwrap_err();
+    assert!(error.to_string().contains("`handoff` transfers to `nobody`, which is not in the pipeline"), "{error}");
+    // A transfer into a group that holds it would run itself again, without end.
+    let error = Pipeline::new("outer").step(Agent::named("a")).step(transfer("again", "outer")).build().unwrap_err();
+    assert!(error.to_string().contains("`again` transfers to `outer`, which contains it"), "{error}");
 }
 
 #[tokio::test]

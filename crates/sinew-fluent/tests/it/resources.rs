@@ -127,6 +127,31 @@ async fn one_compiled_app_shares_app_instances_and_keeps_one_per_session() {
 }
 
 #[tokio::test]
+async fn an_invocations_instances_are_dropped_when_it_ends_while_the_app_lives_on() {
+    let counters = Arc::new(Counters::default());
+    let c = counters.clone();
+    let resources = Resources::new().provide(Lifetime::Invocation, move || Scratch {
+        id: c.made[2].fetch_add(1, Ordering::SeqCst),
+        counters: c.clone(),
+    });
+    let backend = AdkBackend::new().with_resources(resources);
+    let model = Arc::new(ScriptedLlm::new([]));
+    let (_, _, scratch) = tools();
+    let node = Agent::new("a", model.clone()).resource_tool(scratch).build().unwrap();
+    let compiled = backend.compile(&node, &ExecutionConfig::default()).unwrap();
+    for (i, session) in ["s1", "s2"].into_iter().enumerate() {
+        model.push(ScriptedAnswer::calls([("scratch".to_owned(), json!({})), ("scratch".to_owned(), json!({}))]));
+        model.push(ScriptedAnswer::text("done"));
+        let events = backend.run(&compiled, "go", RunOptions::session("u", session)).await.unwrap();
+        let ids: Vec<Value> =
+            events.iter().flat_map(|e| &e.tool_responses).map(|r| r.result["result"].clone()).collect();
+        assert_eq!(ids, [json!(i), json!(i)], "one instance for both calls of the invocation");
+        assert_eq!(counters.dropped.load(Ordering::SeqCst), i + 1, "dropped at the invocation's end, the app alive");
+    }
+    drop(compiled);
+}
+
+#[tokio::test]
 async fn a_resource_the_backend_does_not_provide_is_a_compile_error() {
     let (pool, _, _) = tools();
     let node = Agent::new("a", Arc::new(ScriptedLlm::new([]))).resource_tool(pool).build().unwrap();

@@ -115,6 +115,31 @@ async fn a_yaml_agent_is_extended_here() {
 }
 
 #[test]
+fn a_tool_with_factory_arguments_is_refused_not_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("root_agent.yaml"),
+        "name: a\nmodel: m\ninstruction: x\ntools:\n  - name: lookup\n    args:\n      index: products\n",
+    )
+    .unwrap();
+    let node = read_yaml_dir(dir.path()).unwrap();
+    let registry =
+        Registry::new().models(|_| Some(Arc::new(ScriptedLlm::texts(["x"])) as Arc<dyn sinew_adk::Llm>)).tool(lookup());
+    let error = AdkBackend::new().with_registry(registry).compile(&node, &ExecutionConfig::default()).unwrap_err();
+    assert!(error.to_string().contains("tool `lookup` is given arguments"), "{error}");
+}
+
+#[test]
+fn naming_a_model_drops_a_model_object_given_before() {
+    let object = Arc::new(ScriptedLlm::texts(["x"]).named("object-model"));
+    let node = Agent::new("a", object).model("named-model").build().unwrap();
+    let Node::Agent(agent) = &node else { panic!() };
+    assert!(agent.model.is_none());
+    assert_eq!(agent.config.model.as_deref(), Some("named-model"));
+    assert!(to_yaml_files(&node).unwrap()["root_agent.yaml"].contains("model: named-model"));
+}
+
+#[test]
 fn what_yaml_cannot_hold_is_an_error_naming_it() {
     let error = |node: Node| to_yaml_files(&node).unwrap_err().to_string();
     assert!(error((S::set([("k", json!(1))]) >> Agent::named("a")).into()).contains("`set_k` is a transform node"));
@@ -152,6 +177,12 @@ fn broken_yaml_is_an_error_naming_the_file() {
     assert!(read("missing.yaml").contains("nowhere.yaml"));
     write("no_instruction.yaml", "name: a\n");
     assert!(read("no_instruction.yaml").contains("missing field `instruction`"), "ADK requires it");
+    write(
+        "twice.yaml",
+        "agent_class: SequentialAgent\nname: a\nsub_agents:\n  - config_path: leaf.yaml\n  - config_path: ./leaf.yaml\n",
+    );
+    write("leaf.yaml", "name: leaf\ninstruction: x\n");
+    assert!(read("twice.yaml").contains("is a sub-agent twice"), "read once, however it is spelled");
     write("not_yaml.yaml", "name: [unclosed\n");
     assert!(read("not_yaml.yaml").contains("not_yaml.yaml"));
 }
