@@ -1,11 +1,14 @@
-//! The test that has adk-python read sinew-fluent's YAML runs when `SINEW_ADK_PYTHON` names a
-//! python with google-adk 2.13.0, and is reported as ignored otherwise. `cargo xtask ci` sets it,
-//! and fails without it.
+//! Tests that need a peer run when the environment names it, and are reported as ignored
+//! otherwise: `SINEW_ADK_PYTHON` (a python with google-adk 2.13.0: adk-python reads our YAML) and
+//! `SINEW_TEST_DOT` (Graphviz's `dot`: it renders our pictures). `cargo xtask ci` sets both, and
+//! fails without them.
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(sinew_test_adk_python)");
-    println!("cargo::rerun-if-env-changed=SINEW_ADK_PYTHON");
-    if std::env::var_os("SINEW_ADK_PYTHON").is_some_and(|value| !value.is_empty()) {
-        println!("cargo::rustc-cfg=sinew_test_adk_python");
+    for (var, cfg) in [("SINEW_ADK_PYTHON", "sinew_test_adk_python"), ("SINEW_TEST_DOT", "sinew_test_dot")] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        println!("cargo::rerun-if-env-changed={var}");
+        if std::env::var_os(var).is_some_and(|value| !value.is_empty()) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! `cargo xtask codegen` writes `crates/sinew-fluent/src/generated.rs`: one configuration struct
 //! per agent class (the IR nodes' data, read and written as AgentConfig YAML), its literal enums,
 //! and a builder setter for every plain field. `cargo xtask codegen --diff OLD NEW` reports what
-//! changed between two snapshots: added fields are safe, removed or changed ones are breaking.
+//! changed between two snapshots: added optional fields are safe; added required fields, removed
+//! or changed ones are breaking.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -40,7 +41,8 @@ const CONFIG_TYPES: &[(&str, &[&str])] =
 const KEYWORDS: &[&str] = &[
     "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn",
     "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self",
-    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while",
+    "static", "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "abstract", "become",
+    "box", "do", "final", "macro", "override", "priv", "try", "typeof", "unsized", "virtual", "yield", "_",
 ];
 
 /// The generated source for the snapshot `text`, formatted.
@@ -334,10 +336,15 @@ fn render(text: &str) -> Result<String> {
                 Skip::Path(path) => serde.push(format!("skip_serializing_if = \"{path}\"")),
                 Skip::EqualsDefault => {
                     serde.push(format!("skip_serializing_if = \"{}::is_default_{name}\"", class.config));
+                    let test = match rust.default.as_str() {
+                        "true" => "*value".to_owned(),
+                        "false" => "!*value".to_owned(),
+                        default => format!("*value == {default}"),
+                    };
                     let _ = writeln!(
                         helpers,
-                        "#[allow(clippy::trivially_copy_pass_by_ref)]\nfn is_default_{name}(value: &{}) -> bool {{ *value == {} }}",
-                        rust.ty, rust.default
+                        "#[allow(clippy::trivially_copy_pass_by_ref)]\nfn is_default_{name}(value: &{}) -> bool {{ {test} }}",
+                        rust.ty
                     );
                 }
             }
@@ -577,8 +584,7 @@ mod tests {
         });
         let generated = super::generate(&root(), &grown).unwrap();
         assert!(
-            generated
-                .contains("fn is_default_stream_by_default(value: &bool) -> bool {\n        *value == true\n    }"),
+            generated.contains("fn is_default_stream_by_default(value: &bool) -> bool {\n        *value\n    }"),
             "{generated}"
         );
         assert!(generated.contains("fn default_stream_by_default() -> bool {\n        true\n    }"), "{generated}");

@@ -113,12 +113,14 @@ fn ci(root: &Path) -> Result<()> {
     // nothing is compiled twice.
     let postgres = postgres_url()?;
     let chromedriver = chromedriver()?;
+    let dot = graphviz_dot()?;
     let ci_cargo = || {
         let mut command = cargo();
         command.env("SINEW_PEERS_DIR", &peers);
         command.env("SINEW_ADK_PYTHON", &adk_python);
         command.env("SINEW_TEST_POSTGRES_URL", &postgres);
         command.env("SINEW_TEST_CHROMEDRIVER", &chromedriver);
+        command.env("SINEW_TEST_DOT", &dot);
         command
     };
 
@@ -222,18 +224,30 @@ fn postgres_url() -> Result<String> {
 /// else `chromedriver` on the PATH (Debian: `apt-get install chromium chromium-driver`, which
 /// `.ci/run` does).
 fn chromedriver() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os("SINEW_TEST_CHROMEDRIVER").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(path));
-    }
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("chromedriver"))
-        .find(|path| path.is_file());
-    found.context(
+    tool_on_path("SINEW_TEST_CHROMEDRIVER", "chromedriver").context(
         "chromedriver is not on the PATH: the chat page's browser test needs chromium and its driver \
          (Debian: apt-get install chromium chromium-driver; or set SINEW_TEST_CHROMEDRIVER)",
     )
+}
+
+/// Graphviz's `dot`, which renders the pictures sinew-fluent draws.
+fn graphviz_dot() -> Result<PathBuf> {
+    tool_on_path("SINEW_TEST_DOT", "dot").context(
+        "graphviz's dot is not on the PATH: sinew-fluent's pictures are rendered by it \
+         (Debian: apt-get install graphviz; or set SINEW_TEST_DOT)",
+    )
+}
+
+/// The program `var` names, else `name` on the PATH.
+fn tool_on_path(var: &str, name: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
 }
 
 /// Where cargo puts build output (`CARGO_TARGET_DIR`, else `target` of the workspace).

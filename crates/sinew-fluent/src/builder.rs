@@ -439,12 +439,73 @@ pub(crate) fn finish(mut root: Node) -> Result<Node> {
         if !seen.insert(node.name()) {
             return Err(Error::DuplicateName(node.name().to_owned()));
         }
-        if let Node::Custom(agent) = node {
-            custom_names(agent.0.as_ref(), &mut seen);
+    }
+    check_transfer_cycles(&root)?;
+    Ok(root)
+}
+
+/// The transfers of the tree under `root`, each with the node it targets when that node is in
+/// the tree.
+fn transfers(root: &Node) -> Vec<(&crate::ir::TransferNode, Option<&Node>)> {
+    let nodes = root.walk();
+    nodes
+        .iter()
+        .filter_map(|n| match n {
+            Node::Transfer(t) => Some((t, nodes.iter().copied().find(|m| m.name() == t.target))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// No transfer leads back to itself: a transfer runs its target, and a target holding a transfer
+/// that leads back (to itself, to a group holding the first transfer...) would run without end.
+fn check_transfer_cycles(root: &Node) -> Result<()> {
+    let transfers = transfers(root);
+    // Which transfers each transfer's target holds (by index).
+    let leads_to: Vec<Vec<usize>> = transfers
+        .iter()
+        .map(|(_, target)| {
+            let held: Vec<&str> = target.map(|t| t.walk().iter().map(|n| n.name()).collect()).unwrap_or_default();
+            transfers.iter().enumerate().filter(|(_, (u, _))| held.contains(&u.name.as_str())).map(|(i, _)| i).collect()
+        })
+        .collect();
+    for start in 0..transfers.len() {
+        let mut seen = vec![false; transfers.len()];
+        let mut stack = leads_to[start].clone();
+        while let Some(next) = stack.pop() {
+            if next == start {
+                let (transfer, _) = transfers[start];
+                return Err(Error::Compile(format!(
+                    "`{}` transfers to `{}`, which leads back to it: it would run itself again, without end",
+                    transfer.name, transfer.target
+                )));
+            }
+            if !std::mem::replace(&mut seen[next], true) {
+                stack.extend(&leads_to[next]);
+            }
         }
     }
-    check_transfers(&root, &seen, &mut Vec::new())?;
-    Ok(root)
+    Ok(())
+}
+
+/// Every transfer targets an agent of the tree: its own nodes, or an agent under a custom agent
+/// (checked when the whole tree is compiled: a fragment may transfer to what it is put beside).
+pub(crate) fn check_transfer_targets(root: &Node) -> Result<()> {
+    let mut names: HashSet<&str> = root.walk().iter().map(|n| n.name()).collect();
+    for node in root.walk() {
+        if let Node::Custom(agent) = node {
+            custom_names(agent.0.as_ref(), &mut names);
+        }
+    }
+    for (transfer, _) in transfers(root) {
+        if !names.contains(transfer.target.as_str()) {
+            return Err(Error::Compile(format!(
+                "`{}` transfers to `{}`, which is not in the pipeline",
+                transfer.name, transfer.target
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The names under a custom agent (its own sub-agents), which transfers may target.
@@ -453,31 +514,6 @@ fn custom_names<'a>(agent: &'a dyn sinew_adk::Agent, names: &mut HashSet<&'a str
         names.insert(sub.name());
         custom_names(sub.as_ref(), names);
     }
-}
-
-/// Every transfer targets a node of the tree that does not contain it (a transfer into its own
-/// ancestor would run itself again, without end).
-fn check_transfers<'a>(node: &'a Node, names: &HashSet<&str>, ancestors: &mut Vec<&'a str>) -> Result<()> {
-    if let Node::Transfer(transfer) = node {
-        if !names.contains(transfer.target.as_str()) {
-            return Err(Error::Compile(format!(
-                "`{}` transfers to `{}`, which is not in the pipeline",
-                transfer.name, transfer.target
-            )));
-        }
-        if ancestors.contains(&transfer.target.as_str()) {
-            return Err(Error::Compile(format!(
-                "`{}` transfers to `{}`, which contains it: it would run itself again",
-                transfer.name, transfer.target
-            )));
-        }
-    }
-    ancestors.push(node.name());
-    for child in node.children() {
-        check_transfers(child, names, ancestors)?;
-    }
-    ancestors.pop();
-    Ok(())
 }
 
 /// A made-up name of `node`, and the name it is made from: the node's kind after its first

@@ -65,10 +65,13 @@ fn check(
             }
         }
         Node::Parallel(_) => {
+            // What every branch left of what was there, and what any branch wrote anew.
             let before = available.clone();
-            for child in children {
-                available.extend(check(child, &path, before.clone(), issues));
-            }
+            let outcomes: Vec<BTreeSet<String>> =
+                children.into_iter().map(|c| check(c, &path, before.clone(), issues)).collect();
+            let written: BTreeSet<String> = outcomes.iter().flat_map(|o| o.difference(&before).cloned()).collect();
+            available = intersection(outcomes).unwrap_or(before);
+            available.extend(written);
         }
         Node::Route(route) => {
             let outcomes: Vec<BTreeSet<String>> =

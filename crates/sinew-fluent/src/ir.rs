@@ -500,7 +500,8 @@ impl Node {
         match self {
             Node::Agent(n) => n.writes_keys(),
             Node::Transform(n) if n.semantics == Semantics::Merge => n.affected_keys.clone(),
-            Node::MapOver(n) => BTreeSet::from([n.item_key.clone(), n.output_key.clone()]),
+            // The item key is written only when the list has items; the results always.
+            Node::MapOver(n) => BTreeSet::from([n.output_key.clone()]),
             _ => BTreeSet::new(),
         }
     }

@@ -158,6 +158,23 @@ pub fn read_yaml_dir(dir: &Path) -> Result<Node> {
     read_yaml_file(&dir.join(ROOT_FILE))
 }
 
+/// The text of the regular file `path`, at most [`MAX_FILE_BYTES`] of it (a device or a pipe
+/// named as an agent file is refused, a file that grows past the bound while read too).
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!("more than an agent file may hold ({MAX_FILE_BYTES} bytes)")));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::other("not UTF-8"))
+}
+
 fn parse<T: DeserializeOwned>(path: &Path, value: serde_yaml_ng::Value) -> Result<T> {
     serde_yaml_ng::from_value(value).map_err(|e| yaml_error(format!("{}: {e}", path.display())))
 }
@@ -173,14 +190,7 @@ fn read_node(path: &Path, reading: &mut Reading) -> Result<Node> {
     if !reading.read.insert(canonical.clone()) {
         return Err(yaml_error(format!("{}: is a sub-agent twice (an agent has one parent)", path.display())));
     }
-    let size = std::fs::metadata(&canonical).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?.len();
-    if size > MAX_FILE_BYTES {
-        return Err(yaml_error(format!(
-            "{}: {size} bytes, more than an agent file may hold ({MAX_FILE_BYTES})",
-            path.display()
-        )));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?;
+    let text = read_bounded(&canonical).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?;
     let value: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(&text).map_err(|e| yaml_error(format!("{}: {e}", path.display())))?;
     let class = value.get("agent_class").and_then(serde_yaml_ng::Value::as_str).unwrap_or("LlmAgent");

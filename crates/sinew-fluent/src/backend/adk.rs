@@ -483,6 +483,7 @@ impl Backend for AdkBackend {
             ));
         }
         let root = crate::builder::finish(node.clone())?;
+        crate::builder::check_transfer_targets(&root)?;
         let store = ResourceStore::new(self.resources.clone());
         let mut app = App::new(config.app_name.clone(), self.agent(&root, &store)?)?;
         if !self.middleware.is_empty() {

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::Middleware;
 
 /// Retries a failed model call or tool call, waiting `backoff`, then twice that, and so on (or
-/// longer when the service asked for it), until one attempt succeeds or `max_attempts` attempts
+/// as long as the service asked, up to a minute: a longer ask ends the retries), until one attempt succeeds or `max_attempts` attempts
 /// (the first included) failed; then the error stands. Only failures a retry can cure are retried:
 /// a model's rate limit, network failure or unavailability, and a tool's failure (not arguments
 /// the model got wrong). A model call is retried on the agent's own model, without streaming;
@@ -36,6 +36,9 @@ impl Retry {
         self.backoff.saturating_mul(2u32.saturating_pow(retry.saturating_sub(1)))
     }
 }
+
+/// The longest wait a service may ask for before a retry (sinew-core's `MAX_SERVER_DELAY`).
+const MAX_SERVER_DELAY: Duration = Duration::from_secs(60);
 
 /// The complete response of one model call, or its error.
 async fn call_once(model: &dyn sinew_adk::Llm, request: LlmRequest) -> sinew_adk::Result<LlmResponse> {
@@ -66,6 +69,10 @@ impl Middleware for Retry {
             sinew_adk::Error::Model(e) if e.is_retryable() => e.retry_after(),
             _ => return None,
         };
+        if asked.is_some_and(|delay| delay > MAX_SERVER_DELAY) {
+            // A service that asks for longer than a run should wait has said no.
+            return None;
+        }
         let invocation = ctx.invocation();
         let model = invocation.agent().as_llm_agent()?.canonical_model(invocation.root_agent()).ok()?;
         for retry in 1..self.max_attempts {
@@ -75,7 +82,12 @@ impl Middleware for Retry {
             }
             match call_once(model.as_ref(), request.clone()).await {
                 Ok(response) => return Some(response),
-                Err(sinew_adk::Error::Model(e)) if e.is_retryable() => asked = e.retry_after(),
+                Err(sinew_adk::Error::Model(e)) if e.is_retryable() => {
+                    asked = e.retry_after();
+                    if asked.is_some_and(|delay| delay > MAX_SERVER_DELAY) {
+                        return None;
+                    }
+                }
                 Err(_) => return None,
             }
         }
@@ -126,8 +138,10 @@ enum Circuit {
     Closed(u32),
     /// Refusing calls until the instant; after it, the next call is the trial.
     Open(Instant),
-    /// The one trial call is out: others are refused until it answers.
-    Trial,
+    /// The one trial call went out at this instant: others are refused until it answers, or
+    /// until a cool-down passed without an answer (a trial whose run was dropped, or answered by
+    /// middleware before the breaker).
+    Trial(Instant),
 }
 
 /// Stops calling a failing model: after `threshold` failed calls in a row an agent's calls are
@@ -161,7 +175,7 @@ impl CircuitBreaker {
         match self.circuits().get(agent).copied().unwrap_or(Circuit::Closed(0)) {
             Circuit::Closed(n) => BreakerState::Closed(n),
             Circuit::Open(until) if Instant::now() < until => BreakerState::Open,
-            Circuit::Open(_) | Circuit::Trial => BreakerState::HalfOpen,
+            Circuit::Open(_) | Circuit::Trial(_) => BreakerState::HalfOpen,
         }
     }
 }
@@ -175,11 +189,13 @@ impl Middleware for CircuitBreaker {
     async fn before_model(&self, ctx: &CallbackContext, _request: &mut LlmRequest) -> Option<LlmResponse> {
         let mut circuits = self.circuits();
         let circuit = circuits.entry(ctx.agent_name().to_owned()).or_insert(Circuit::Closed(0));
+        let now = Instant::now();
+        let trial_expired = |started: Instant| now.duration_since(started) >= self.cool_down;
         let refuse = match *circuit {
-            Circuit::Open(until) if Instant::now() < until => true,
-            Circuit::Trial => true,
-            Circuit::Open(_) => {
-                *circuit = Circuit::Trial;
+            Circuit::Open(until) if now < until => true,
+            Circuit::Trial(started) if !trial_expired(started) => true,
+            Circuit::Open(_) | Circuit::Trial(_) => {
+                *circuit = Circuit::Trial(now);
                 false
             }
             Circuit::Closed(_) => false,
@@ -201,7 +217,7 @@ impl Middleware for CircuitBreaker {
         match (*circuit, response.error_code.is_some()) {
             // An answer closes the circuit; a failed trial opens it again.
             (_, false) => *circuit = Circuit::Closed(0),
-            (Circuit::Trial, true) => *circuit = self.open(),
+            (Circuit::Trial(_), true) => *circuit = self.open(),
             (_, true) => {}
         }
         None

@@ -1,6 +1,7 @@
 //! Model-layer middleware: token budget, cost tracker, response cache, rate limiter.
 
 use std::collections::BTreeMap;
+use std::hash::BuildHasher as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,7 +26,7 @@ fn tokens(response: &LlmResponse) -> (u64, u64, u64) {
         (
             u.prompt_token_count.unwrap_or(0),
             // Thinking is billed as output.
-            u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0),
+            u.candidates_token_count.unwrap_or(0).saturating_add(u.thoughts_token_count.unwrap_or(0)),
             u.cached_content_token_count.unwrap_or(0),
         )
     })
@@ -190,12 +191,10 @@ impl Middleware for CostTracker {
         if response.is_partial() {
             return None;
         }
-        // Only a call this tracker saw go out counts, and only when it was answered: a stand-in
-        // from middleware earlier in the stack, or an error response, is no model call.
+        // A call counts when this tracker saw it go out and the answer reports usage: a stand-in
+        // (a cache's replay, a budget's refusal) reports none; a failed call that was billed does.
         let model = lock(&self.models).remove(&call_key(ctx))?;
-        if response.error_code.is_some() {
-            return None;
-        }
+        response.usage_metadata.as_ref()?;
         let (input, output, cached) = tokens(response);
         let price = model.as_deref().and_then(|m| (self.prices)(m));
         let mut costs = lock(&self.costs);
@@ -227,13 +226,15 @@ impl Middleware for CostTracker {
 
 /// Answers a model request it has seen before with the answer it got then, without calling the
 /// model (the replayed answer reports no token usage: nothing was used). Requests are compared
-/// whole (model, history, instruction, tools, settings); complete answers are kept, at most
-/// `capacity` of them, the oldest dropped first; requests over 1 MiB written out are not cached.
+/// whole (model, history, instruction, tools, settings; by 128 bits of hash, so the cache holds
+/// answers, not requests); complete answers are kept, at most `capacity` of them, the oldest
+/// dropped first; requests over 1 MiB written out are not cached.
 #[derive(Debug)]
 pub struct ResponseCache {
     capacity: usize,
     entries: Mutex<BoundedMap<LlmResponse>>,
     pending: Mutex<BoundedMap<String>>,
+    hashers: (std::hash::RandomState, std::hash::RandomState),
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -245,6 +246,7 @@ impl ResponseCache {
             capacity,
             entries: Mutex::new(BoundedMap::with_cap(capacity)),
             pending: Mutex::default(),
+            hashers: (std::hash::RandomState::new(), std::hash::RandomState::new()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -273,7 +275,9 @@ impl Middleware for ResponseCache {
         if self.capacity == 0 {
             return None;
         }
-        let key = serde_json::to_string(request).ok().filter(|k| k.len() <= MAX_CACHED_REQUEST)?;
+        let request = serde_json::to_string(request).ok().filter(|k| k.len() <= MAX_CACHED_REQUEST)?;
+        // Kept as 128 bits of two independently keyed hashes, not the request itself.
+        let key = format!("{:016x}{:016x}", self.hashers.0.hash_one(&request), self.hashers.1.hash_one(&request));
         if let Some(answer) = lock(&self.entries).get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             let mut answer = answer.clone();

@@ -204,7 +204,8 @@ impl PiiRedaction {
         let re = |pattern: &str| Regex::new(pattern).unwrap_or_else(|e| unreachable!("a fixed pattern: {e}"));
         PiiRedaction {
             email: re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
-            card: re(r"\b\d(?:[ -]?\d){12,18}\b"),
+            // Runs of up to 41 digits: the card is found inside (`redact_card`).
+            card: re(r"\b\d(?:[ -]?\d){12,40}\b"),
             ssn: re(r"\b\d{3}-\d{2}-\d{4}\b"),
             // International (`+44 20 7946 0958`), an area code in parentheses (`(020) 7946 0958`),
             // or North American digits with separators (`415-555-0134`): bare runs of digits are
@@ -251,22 +252,32 @@ impl PiiRedaction {
     }
 }
 
-/// A run of 13 to 19 digits with its card number (the longest prefix ending where a group of digits
-/// ends that passes the Luhn check: a card followed by an expiry date is one run) replaced.
+/// A run of digit groups with the card number in it replaced: the longest span of whole groups,
+/// 13 to 19 digits, that passes the Luhn check (a card can sit between a quantity and an expiry
+/// date in one run).
 fn redact_card(run: &str) -> String {
-    let ends: Vec<usize> = run
-        .char_indices()
-        .filter(|(i, c)| c.is_ascii_digit() && run[i + 1..].chars().next().is_none_or(|next| !next.is_ascii_digit()))
-        .map(|(i, _)| i + 1)
+    let bytes = run.as_bytes();
+    let starts: Vec<usize> =
+        (0..bytes.len()).filter(|&i| bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_digit())).collect();
+    let ends: Vec<usize> = (0..bytes.len())
+        .filter(|&i| bytes[i].is_ascii_digit() && bytes.get(i + 1).is_none_or(|b| !b.is_ascii_digit()))
+        .map(|i| i + 1)
         .collect();
-    for end in ends.into_iter().rev() {
-        let prefix = &run[..end];
-        let digits = prefix.chars().filter(char::is_ascii_digit).count();
-        if (13..=19).contains(&digits) && luhn(prefix) {
-            return format!("[CARD]{}", &run[end..]);
+    let mut best: Option<(usize, usize)> = None;
+    for &start in &starts {
+        for &end in ends.iter().filter(|&&end| end > start) {
+            let span = &run[start..end];
+            let digits = span.bytes().filter(u8::is_ascii_digit).count();
+            let longer = best.is_none_or(|(s, e)| end - start > e - s);
+            if (13..=19).contains(&digits) && longer && luhn(span) {
+                best = Some((start, end));
+            }
         }
     }
-    run.to_owned()
+    match best {
+        Some((start, end)) => format!("{}[CARD]{}", &run[..start], &run[end..]),
+        None => run.to_owned(),
+    }
 }
 
 /// Whether the digits of `number` pass the Luhn check.

@@ -135,6 +135,11 @@ async fn the_execution_config_limits_and_labels_runs() {
     let events = backend.run(&compiled, "hi", RunOptions::session("u2", "s2")).await.unwrap();
     assert_eq!(events.last().unwrap().metadata["tenant"], "acme");
 
+    // A limit too long to count is no limit.
+    let node = Agent::new("helper", Arc::new(ScriptedLlm::texts(["in time"]))).build().unwrap();
+    let compiled = backend.compile(&node, &ExecutionConfig::default().with_timeout(Duration::MAX)).unwrap();
+    assert_eq!(final_text(&backend.run(&compiled, "hi", RunOptions::session("u4", "s4")).await.unwrap()), "in time");
+
     let (slow, finished) = super::Probe::node("slow", Duration::from_secs(30), false);
     let compiled = backend.compile(&slow, &ExecutionConfig::default().with_timeout(Duration::from_millis(50))).unwrap();
     let error = backend.run(&compiled, "hi", RunOptions::session("u3", "s3")).await.unwrap_err();

@@ -102,6 +102,11 @@ fn a_key_counts_as_written_only_where_every_way_through_writes_it() {
     assert!(issues((written() >> S::pick(["ticket"]) >> reader()).into()).is_empty());
     assert_eq!(issues((written() >> S::rename([("ticket", "case")]) >> reader()).into()), ["reader:ticket"]);
     assert_eq!(issues((S::pick(["ticket"]) >> reader()).into()), ["reader:ticket"], "pick keeps, it does not write");
+    // A branch that drops a key takes it away for what follows the group.
+    assert_eq!(issues((written() >> (S::drop(["ticket"]) | Agent::named("y")) >> reader()).into()), ["reader:ticket"]);
+    // A map over an empty list never writes its item key.
+    let mapped = S::set([("items", json!([]))]) >> map_over("each", "items", Agent::named("w").outputs("result"));
+    assert_eq!(issues((mapped >> Agent::named("after").instruct("{_item} {results}")).into()), ["after:_item"]);
 }
 
 /// Agent `i` reads what agent `i - 1` wrote and writes `step_i`.

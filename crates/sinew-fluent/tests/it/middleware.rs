@@ -19,6 +19,28 @@ use sinew_fluent::{
 
 use super::FakeLlm;
 
+/// A model that always fails with `error`.
+struct ErringLlm<F> {
+    error: F,
+    calls: AtomicUsize,
+}
+
+impl<F: Fn() -> sinew_adk::Error + Send + Sync> sinew_adk::Llm for ErringLlm<F> {
+    fn name(&self) -> &str {
+        "erring"
+    }
+
+    fn generate_content(
+        &self,
+        _request: LlmRequest,
+        _stream: bool,
+    ) -> futures::stream::BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let error = (self.error)();
+        futures::stream::once(async move { Err(error) }).boxed()
+    }
+}
+
 /// Compiles `node` on a backend with `middleware`, runs `prompt` in session `session`.
 async fn run_with(
     backend: &AdkBackend,
@@ -196,7 +218,7 @@ async fn the_response_cache_answers_a_request_it_has_seen() {
     run_with(&backend, node(), "q1", "t1").await.unwrap();
     run_with(&backend, node(), "q1", "t2").await.unwrap();
     let costs = tracker.costs();
-    assert_eq!((costs["a"].calls, costs["a"].input_tokens), (2, 7), "the replay reported no tokens");
+    assert_eq!((costs["a"].calls, costs["a"].input_tokens), (1, 7), "the replay is no call and used no tokens");
     run_with(&backend, node(), "q2", "t3").await.unwrap();
     assert_eq!(final_text(&run_with(&backend, node(), "q1", "t4").await.unwrap()), "a again", "q1 was evicted by q2");
     assert_eq!(model.calls(), 3);
@@ -235,6 +257,31 @@ async fn retry_repeats_failed_model_and_tool_calls_with_backoff() {
         run_with(&backend, Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>), "go", "s2").await.unwrap_err();
     assert!(error.to_string().contains("down"), "{error}");
     assert_eq!(model.calls(), 2, "two attempts, then the error stands");
+
+    // A service asking for a wait longer than a minute has said no.
+    let slow_down = || {
+        sinew_adk::Error::Model(sinew_core::ProviderError::RateLimited {
+            retry_after_ms: Some(u64::MAX),
+            message: "come back much later".into(),
+        })
+    };
+    let model = Arc::new(ErringLlm { error: slow_down, calls: AtomicUsize::new(0) });
+    let backend = AdkBackend::new().with_middleware(Arc::new(Retry::new(5, Duration::from_millis(10))));
+    let error =
+        run_with(&backend, Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>), "go", "s5").await.unwrap_err();
+    assert!(error.to_string().contains("come back much later"), "{error}");
+    assert_eq!(model.calls.load(Ordering::SeqCst), 1);
+
+    // A tool given arguments it refuses is not run again.
+    let refusing = Arc::new(AtomicUsize::new(0));
+    let counted = refusing.clone();
+    let strict = FunctionTool::new("strict", "Refuses.", Value::Null, move |_, _| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async { Err(ToolError::InvalidArgs("no such field".into())) }
+    });
+    let model = Arc::new(ScriptedLlm::new([ScriptedAnswer::call("strict", json!({})), ScriptedAnswer::text("done")]));
+    assert!(run_with(&backend, Agent::new("a", model).tool(Arc::new(strict)), "go", "s6").await.is_err());
+    assert_eq!(refusing.load(Ordering::SeqCst), 1);
 
     // A failure a retry cannot cure is not retried.
     let model = FakeLlm::new("m", (1, 1), [Err("fatal: bad key"), Ok("never")]);
@@ -418,4 +465,27 @@ async fn pii_is_redacted_before_the_model_and_in_tool_results() {
         assert!(!sent.contains("@example.com") && !sent.contains("4111 1111"), "{sent}");
         assert!(sent.contains("I am [EMAIL]") && sent.contains("The user's card: [CARD]"), "{sent}");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trial_the_breaker_never_hears_back_from_expires() {
+    // A retry before the breaker answers the trial's failure, so the breaker never learns how the
+    // trial went: after a cool-down the next call is a trial again, not refused for good.
+    let model = FakeLlm::new("m", (1, 1), [Err("down"), Err("down again"), Ok("retried"), Ok("later")]);
+    let breaker = Arc::new(CircuitBreaker::new(1, Duration::from_secs(30)));
+    let opener = AdkBackend::new().with_middleware(breaker.clone());
+    let node = || Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>);
+    assert!(run_with(&opener, node(), "1", "s").await.is_err());
+    assert_eq!(breaker.state("a"), BreakerState::Open);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let both = AdkBackend::new()
+        .with_middleware(Arc::new(Retry::new(2, Duration::from_millis(1))))
+        .with_middleware(breaker.clone());
+    assert_eq!(final_text(&run_with(&both, node(), "2", "s").await.unwrap()), "retried");
+    assert_eq!(breaker.state("a"), BreakerState::HalfOpen, "the trial's outcome never reached the breaker");
+    let refused = run_with(&both, node(), "3", "s").await.unwrap();
+    assert_eq!(refused.last().unwrap().error_code.as_deref(), Some("CIRCUIT_OPEN"), "one trial at a time");
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(final_text(&run_with(&both, node(), "4", "s").await.unwrap()), "later");
+    assert_eq!(breaker.state("a"), BreakerState::Closed(0));
 }

@@ -262,11 +262,20 @@ async fn a_transfer_hands_the_conversation_to_its_target() {
     let (events, _) = run(tree(), answers.clone(), json!({})).await;
     assert_eq!(authors(&events), ["front"], "the condition did not hold");
 
-    let error = transfer("handoff", "nobody").build().unwrap_err();
+    // A fragment may transfer to what it is put beside; the whole tree must hold the target.
+    let fragment = transfer("handoff", "nobody").build().unwrap();
+    let error =
+        MockBackend::new(Vec::<(String, Value)>::new()).compile(&fragment, &ExecutionConfig::default()).unwrap_err();
     assert!(error.to_string().contains("`handoff` transfers to `nobody`, which is not in the pipeline"), "{error}");
-    // A transfer into a group that holds it would run itself again, without end.
+    // A transfer that leads back to itself would run without end: into a group that holds it,
+    // to itself, or through another transfer.
     let error = Pipeline::new("outer").step(Agent::named("a")).step(transfer("again", "outer")).build().unwrap_err();
-    assert!(error.to_string().contains("`again` transfers to `outer`, which contains it"), "{error}");
+    assert!(error.to_string().contains("`again` transfers to `outer`, which leads back to it"), "{error}");
+    assert!(transfer("me", "me").build().is_err());
+    let ping = Pipeline::new("ping").step(transfer("to_pong", "pong"));
+    let pong = Pipeline::new("pong").step(transfer("to_ping", "ping"));
+    let error = (ping | pong).build().unwrap_err();
+    assert!(error.to_string().contains("which leads back to it"), "{error}");
 }
 
 #[tokio::test]

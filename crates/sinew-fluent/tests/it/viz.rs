@@ -28,3 +28,36 @@ fn a_pipeline_as_mermaid() {
 fn a_pipeline_as_dot() {
     insta::assert_snapshot!(VizBackend::new(Format::Dot).compile(&support(), &ExecutionConfig::default()).unwrap());
 }
+
+#[cfg_attr(not(sinew_test_dot), ignore = "set SINEW_TEST_DOT to Graphviz's dot")]
+#[test]
+fn graphviz_renders_every_picture() {
+    use std::io::Write as _;
+
+    let dot = std::env::var("SINEW_TEST_DOT").expect("SINEW_TEST_DOT names Graphviz's dot");
+    let pictures = [
+        support(),
+        Agent::named("alone").build().unwrap(),
+        (Agent::named("end") >> Agent::named("subgraph")).build().unwrap(),
+        (fallback("empty", Vec::<Node>::new()) >> Agent::named("quoted").instruct("Say \"{x}\" \\ {y}"))
+            .build()
+            .unwrap(),
+    ];
+    for node in pictures {
+        let source = VizBackend::new(Format::Dot).compile(&node, &ExecutionConfig::default()).unwrap();
+        let mut child = std::process::Command::new(&dot)
+            .arg("-Tsvg")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(source.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "dot refused:\n{source}\n{}", String::from_utf8_lossy(&output.stderr));
+        let svg = String::from_utf8(output.stdout).unwrap();
+        for n in node.walk() {
+            assert!(svg.contains(n.name()), "{} is drawn:\n{svg}", n.name());
+        }
+    }
+}

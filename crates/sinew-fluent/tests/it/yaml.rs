@@ -183,6 +183,10 @@ fn broken_yaml_is_an_error_naming_the_file() {
     );
     write("leaf.yaml", "name: leaf\ninstruction: x\n");
     assert!(read("twice.yaml").contains("is a sub-agent twice"), "read once, however it is spelled");
+    write("huge.yaml", &format!("name: a\ninstruction: x\ndescription: {}\n", "x".repeat(1 << 20)));
+    assert!(read("huge.yaml").contains("more than an agent file may hold"));
+    write("device.yaml", "agent_class: SequentialAgent\nname: a\nsub_agents:\n  - config_path: /dev/zero\n");
+    assert!(read("device.yaml").contains("not a regular file"));
     write("not_yaml.yaml", "name: [unclosed\n");
     assert!(read("not_yaml.yaml").contains("not_yaml.yaml"));
 }
