@@ -117,6 +117,29 @@ async fn a_field_the_backend_cannot_honour_is_refused_by_name() {
         .compile(&Agent::named("helper").build().unwrap(), &ExecutionConfig::app("not valid"))
         .unwrap_err();
     assert!(error.to_string().contains("Invalid app name 'not valid'"), "{error}");
+
+    // Every other setting the backend cannot take is an error naming it.
+    let compile = |node: sinew_fluent::Node, config: &ExecutionConfig| {
+        AdkBackend::new().compile(&node, config).unwrap_err().to_string()
+    };
+    let default = ExecutionConfig::default();
+    let error = compile(Agent::named("a").static_instruction(json!({"parts": []})).build().unwrap(), &default);
+    assert!(error.contains("`a`: a static_instruction must be text"), "{error}");
+    let error =
+        compile(Agent::named("a").generate_content_config(json!({"temperature": "hot"})).build().unwrap(), &default);
+    assert!(error.contains("`a`: generate_content_config:"), "{error}");
+    let error =
+        compile(sinew_fluent::Loop::new("l").step(Agent::named("a")).max_iterations(-1).build().unwrap(), &default);
+    assert!(error.contains("`l`: max_iterations must not be negative"), "{error}");
+    let mut schema = Agent::named("a").build().unwrap();
+    let sinew_fluent::Node::Agent(node) = &mut schema else { panic!() };
+    node.config.output_schema = Some(CodeConfig::new("Verdict"));
+    assert!(compile(schema, &default).contains("`a`: no schema is known as `Verdict`"));
+    let mut not_resumable = ExecutionConfig::default();
+    not_resumable.resumable = false;
+    assert!(
+        compile(Agent::named("a").build().unwrap(), &not_resumable).contains("`resumable: false` cannot be honoured")
+    );
 }
 
 #[tokio::test]

@@ -115,18 +115,26 @@ async fn a_yaml_agent_is_extended_here() {
 }
 
 #[test]
-fn a_tool_with_factory_arguments_is_refused_not_dropped() {
+fn tools_the_backend_cannot_make_from_yaml_are_refused_not_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("root_agent.yaml"),
-        "name: a\nmodel: m\ninstruction: x\ntools:\n  - name: lookup\n    args:\n      index: products\n",
-    )
-    .unwrap();
-    let node = read_yaml_dir(dir.path()).unwrap();
-    let registry =
-        Registry::new().models(|_| Some(Arc::new(ScriptedLlm::texts(["x"])) as Arc<dyn sinew_adk::Llm>)).tool(lookup());
-    let error = AdkBackend::new().with_registry(registry).compile(&node, &ExecutionConfig::default()).unwrap_err();
-    assert!(error.to_string().contains("tool `lookup` is given arguments"), "{error}");
+    let compile = |tools: &str| {
+        std::fs::write(
+            dir.path().join("root_agent.yaml"),
+            format!("name: a\nmodel: m\ninstruction: x\ntools:\n{tools}"),
+        )
+        .unwrap();
+        let node = read_yaml_dir(dir.path()).unwrap();
+        let registry = Registry::new()
+            .models(|_| Some(Arc::new(ScriptedLlm::texts(["x"])) as Arc<dyn sinew_adk::Llm>))
+            .tool(lookup());
+        AdkBackend::new().with_registry(registry).compile(&node, &ExecutionConfig::default()).unwrap_err().to_string()
+    };
+    // Arguments of a tool factory: sinew has no factory to call.
+    let error = compile("  - name: lookup\n    args:\n      index: products\n");
+    assert!(error.contains("tool `lookup` is given arguments"), "{error}");
+    // A name the registry does not know: the error lists those it knows.
+    let error = compile("  - name: search\n");
+    assert!(error.contains("no tool is known as `search` (known: lookup)"), "{error}");
 }
 
 #[test]
@@ -183,6 +191,8 @@ fn broken_yaml_is_an_error_naming_the_file() {
     );
     write("leaf.yaml", "name: leaf\ninstruction: x\n");
     assert!(read("twice.yaml").contains("is a sub-agent twice"), "read once, however it is spelled");
+    write("empty_ref.yaml", "agent_class: SequentialAgent\nname: a\nsub_agents:\n  - {}\n");
+    assert!(read("empty_ref.yaml").contains("names neither a file nor code"));
     write("huge.yaml", &format!("name: a\ninstruction: x\ndescription: {}\n", "x".repeat(1 << 20)));
     assert!(read("huge.yaml").contains("more than an agent file may hold"));
     write("device.yaml", "agent_class: SequentialAgent\nname: a\nsub_agents:\n  - config_path: /dev/zero\n");
