@@ -137,6 +137,8 @@ pub(crate) struct Invocation {
     pub(crate) set_model_response_agents: StdMutex<std::collections::HashSet<String>>,
     pub(crate) cancel: CancellationToken,
     pub(crate) events: crate::handoff::Sender<Emitted>,
+    /// The app's event compaction.
+    pub(crate) compaction: Option<Arc<crate::compaction::Compactor>>,
 }
 
 /// One agent's view of a running invocation (ADK's `InvocationContext`): cheap to clone.

@@ -41,60 +41,49 @@ pub(crate) struct HistoryOptions<'a> {
 /// The contents the model sees for `events`.
 pub(crate) fn contents(events: &[Event], options: HistoryOptions<'_>) -> Vec<Content> {
     let events = apply_rewinds(events);
-    let events: Vec<&Event> = if options.current_turn_only { current_turn(&events, options) } else { events };
+    let mut events: Vec<&Event> = if options.current_turn_only { current_turn(&events, options) } else { events };
+    events.retain(|e| on_branch(e, options.branch) && !is_empty(e) && !is_plumbing(e));
     let compacted;
     let events = if events.iter().any(|e| e.actions.compaction.is_some()) {
-        compacted = apply_compactions(&events, options.agent);
+        compacted = crate::compaction::apply(&events, options.agent);
         compacted.iter().collect()
     } else {
         events
     };
-    let events = visible(&events, options);
+    let events = relay_other_agents(&events, options);
     let events = rearrange_latest_function_response(events);
     let events = rearrange_function_responses_in_history(events);
     let events = drop_orphaned_function_calls(events);
     events.into_iter().filter_map(|e| e.content.map(|c| copy_for_request(c, options.preserve_ids))).collect()
 }
 
-/// Hides everything from the first event of a rewound invocation up to its rewind event.
+/// Hides every rewound invocation (ADK's `_apply_rewinds`): walking back from the newest event,
+/// a rewind event hides itself and everything back to the first event of the invocation it
+/// names, so a rewind that was itself rewound has no effect.
 pub(crate) fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
+    if events.iter().all(|e| e.actions.rewind_before_invocation_id.is_none()) {
+        return events.iter().collect();
+    }
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    for (i, event) in events.iter().enumerate().filter(|(_, e)| !e.invocation_id.is_empty()) {
+        first.entry(event.invocation_id.as_str()).or_insert(i);
+    }
     let mut kept: Vec<&Event> = Vec::with_capacity(events.len());
-    for event in events {
-        if let Some(rewound) = event.actions.rewind_before_invocation_id.as_deref() {
-            if let Some(start) = kept.iter().position(|e| e.invocation_id == rewound) {
-                kept.truncate(start);
+    let mut i = events.len();
+    while i > 0 {
+        i -= 1;
+        let event = &events[i];
+        match event.actions.rewind_before_invocation_id.as_deref() {
+            Some(rewound) => {
+                if let Some(&start) = first.get(rewound).filter(|start| **start < i) {
+                    i = start;
+                }
             }
-            continue;
+            None => kept.push(event),
         }
-        kept.push(event);
     }
+    kept.reverse();
     kept
-}
-
-/// Replaces the events each compaction covers by its summary, read as the agent's own turn at the
-/// compaction's end time (ADK's `_process_compaction_events`).
-fn apply_compactions(events: &[&Event], agent: &str) -> Vec<Event> {
-    let ranges: Vec<(f64, f64)> = events
-        .iter()
-        .filter_map(|e| e.actions.compaction.as_ref().map(|c| (c.start_timestamp, c.end_timestamp)))
-        .collect();
-    let mut out: Vec<Event> = Vec::with_capacity(events.len());
-    for event in events {
-        if let Some(compaction) = &event.actions.compaction {
-            let mut summary = Event::from_response(
-                event.invocation_id.clone(),
-                agent,
-                crate::event::LlmResponse::new(compaction.compacted_content.clone()),
-            );
-            summary.timestamp = compaction.end_timestamp;
-            summary.branch = event.branch.clone();
-            out.push(summary);
-        } else if !ranges.iter().any(|(start, end)| (*start..=*end).contains(&event.timestamp)) {
-            out.push((*event).clone());
-        }
-    }
-    out.sort_by(|a, b| a.timestamp.total_cmp(&b.timestamp));
-    out
 }
 
 /// The events of the current turn: from the latest user or other-agent message on.
@@ -161,18 +150,16 @@ fn is_plumbing(event: &Event) -> bool {
         || event.function_responses().any(|r| PLUMBING.contains(&r.name()))
 }
 
-/// The events on the branch, not empty, not plumbing; other agents' turns relayed.
-fn visible(events: &[&Event], options: HistoryOptions<'_>) -> Vec<Event> {
+/// The events with other agents' turns relayed as user content. Without an agent (a history
+/// read for every agent), only answers to other agents' calls are relayed, as in ADK.
+fn relay_other_agents(events: &[&Event], options: HistoryOptions<'_>) -> Vec<Event> {
     let call_authors: HashMap<&str, &str> = events
         .iter()
         .flat_map(|e| e.function_calls().filter_map(move |c| Some((c.id.as_deref()?, e.author.as_str()))))
         .collect();
     let mut out = Vec::with_capacity(events.len());
     for event in events {
-        if !on_branch(event, options.branch) || is_empty(event) || is_plumbing(event) {
-            continue;
-        }
-        let other_agent = (event.author != options.agent && event.author != "user")
+        let other_agent = (!options.agent.is_empty() && event.author != options.agent && event.author != "user")
             || event.function_responses().any(|r| {
                 r.id.as_deref()
                     .and_then(|id| call_authors.get(id))
@@ -518,4 +505,39 @@ fn copy_for_request(mut content: Content, preserve_ids: bool) -> Content {
         }
     }
     content
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(id: &str, invocation: &str, rewinds: Option<&str>) -> Event {
+        let mut event = Event::user(invocation, Content::user_text(id));
+        event.id = id.into();
+        event.actions.rewind_before_invocation_id = rewinds.map(str::to_owned);
+        event
+    }
+
+    fn kept(events: &[Event]) -> Vec<&str> {
+        apply_rewinds(events).iter().map(|e| e.id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_rewind_hides_its_invocation_onwards_and_a_rewound_rewind_does_nothing() {
+        let simple =
+            [event("a", "i1", None), event("b", "i2", None), event("r", "i3", Some("i2")), event("c", "i4", None)];
+        assert_eq!(kept(&simple), ["a", "c"]);
+        // The rewind of i1 sits inside i2, which a later rewind hides: i1 stays.
+        let nested = [
+            event("a", "i1", None),
+            event("b", "i2", None),
+            event("r1", "i2", Some("i1")),
+            event("r2", "i3", Some("i2")),
+            event("c", "i4", None),
+        ];
+        assert_eq!(kept(&nested), ["a", "c"]);
+        // A rewind to an invocation that does not exist, or to a later one, hides only itself.
+        let unknown = [event("a", "i1", None), event("r", "i2", Some("ghost")), event("b", "i3", None)];
+        assert_eq!(kept(&unknown), ["a", "b"]);
+    }
 }

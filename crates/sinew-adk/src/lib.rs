@@ -34,6 +34,7 @@ pub mod agent;
 mod app;
 pub mod artifact;
 pub mod callbacks;
+mod compaction;
 mod context;
 mod database;
 mod error;
@@ -67,6 +68,7 @@ pub use adapter::{
 pub use agent::{Agent, AgentNames, check_agent_name};
 pub use app::App;
 pub use artifact::{ArtifactService, ArtifactVersion, FileArtifactService, InMemoryArtifactService};
+pub use compaction::{DEFAULT_SUMMARY_PROMPT, EventsCompactionConfig, EventsSummarizer, LlmEventSummarizer};
 pub use context::{CallbackContext, DEFAULT_MAX_LLM_CALLS, InvocationContext, RunConfig, StreamingMode, ToolContext};
 #[cfg(feature = "postgres")]
 pub use database::PostgresSessionService;

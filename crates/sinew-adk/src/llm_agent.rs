@@ -357,6 +357,10 @@ impl LlmAgent {
         }
         request.config.system_instruction = Some(SystemInstruction::Text(system));
 
+        // Compaction runs before the history is read, so that a summary written now is in it.
+        if let Some(compaction) = &ctx.invocation.compaction {
+            compaction.before_model(ctx, &self.name).await?;
+        }
         // The history is read under the session's lock, without copying the session.
         request.contents = history::contents(
             &ctx.invocation.session.lock().await.events,

@@ -15,6 +15,7 @@ use tokio::sync::{Mutex, oneshot};
 
 use crate::agent::{Agent, AgentNames, check_agent_tree, find_agent, find_parent};
 use crate::artifact::ArtifactService;
+use crate::compaction::{Compactor, EventsCompactionConfig};
 use crate::context::{Emitted, Invocation, InvocationContext, RunConfig};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventActions};
@@ -56,6 +57,7 @@ pub struct Runner {
     plugins: Vec<Arc<dyn Plugin>>,
     artifacts: Option<Arc<dyn ArtifactService>>,
     auto_create_session: bool,
+    compaction: Option<Arc<Compactor>>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -90,6 +92,7 @@ impl Runner {
             plugins: Vec::new(),
             artifacts: None,
             auto_create_session: false,
+            compaction: None,
         })
     }
 
@@ -105,6 +108,14 @@ impl Runner {
     pub fn with_artifact_service(mut self, artifacts: Arc<dyn ArtifactService>) -> Self {
         self.artifacts = Some(artifacts);
         self
+    }
+
+    /// Summarizes older events as `config` says (ADK's `events_compaction_config`); without a
+    /// summarizer of its own, the root agent's model summarizes, so the root must then be an
+    /// [`LlmAgent`](crate::LlmAgent) with a model.
+    pub fn with_events_compaction(mut self, config: &EventsCompactionConfig) -> Result<Self> {
+        self.compaction = Some(Arc::new(config.resolve(&self.agent)?));
+        Ok(self)
     }
 
     /// Creates a missing session instead of failing (ADK's `auto_create_session`).
@@ -296,6 +307,7 @@ impl Runner {
             set_model_response_agents: std::sync::Mutex::new(Default::default()),
             cancel: CancellationToken::new(),
             events,
+            compaction: self.compaction.clone(),
         });
         let root_ctx = InvocationContext {
             invocation: invocation.clone(),
@@ -382,7 +394,7 @@ async fn drive_inner(
             // ADK writes the early answer as the model's.
             let event = Event::from_response(ctx.invocation_id(), "model", crate::event::LlmResponse::new(content));
             ctx.emit(event).await?;
-            return Ok(());
+            return compact(runner, ctx).await;
         }
     }
     let session = ctx.session().await;
@@ -410,7 +422,15 @@ async fn drive_inner(
     for plugin in &runner.plugins {
         plugin.after_run(ctx).await;
     }
-    Ok(())
+    compact(runner, ctx).await
+}
+
+/// Summarizes older events, after the invocation (never in the middle of one).
+async fn compact(runner: &Runner, ctx: &InvocationContext) -> Result<()> {
+    match &runner.compaction {
+        Some(compaction) => compaction.after_invocation(ctx).await,
+        None => Ok(()),
+    }
 }
 
 /// Which agent answers the next message (ADK's `find_agent_to_run`): the agent whose calls the

@@ -52,11 +52,12 @@ pub mod yaml;
 
 use std::sync::Arc;
 
+pub use sinew_adk::EventsCompactionConfig;
 use sinew_adk::{App, Runner, SessionService};
 
 pub use backend::{
-    AdkApp, AdkBackend, AgentEvent, Backend, CompactionConfig, DryRunBackend, Execute, ExecutionConfig, Format,
-    MockBackend, Registry, RunOptions, ToolCallInfo, ToolResponseInfo, VizBackend, final_text,
+    AdkApp, AdkBackend, AgentEvent, Backend, DryRunBackend, Execute, ExecutionConfig, Format, MockBackend, Registry,
+    RunOptions, ToolCallInfo, ToolResponseInfo, VizBackend, final_text,
 };
 pub use builder::{Agent, FanOut, IntoModel, Loop, Pipeline};
 pub use contracts::{ContractIssue, check_contracts, check_contracts_with};

@@ -11,9 +11,9 @@ use futures::stream::BoxStream;
 use serde_json::{Map, Value, json};
 use sinew_adk::genai::FunctionResponse;
 use sinew_adk::{
-    Agent, Content, Event, FunctionCall, FunctionTool, InMemorySessionService, Llm, LlmAgent, LlmRequest, LlmResponse,
-    LoopAgent, ParallelAgent, Part, RunConfig, Runner, SequentialAgent, SessionService, Tool, exit_loop,
-    to_snake_value,
+    Agent, App, Content, Event, EventsCompactionConfig, FunctionCall, FunctionTool, InMemorySessionService, Llm,
+    LlmAgent, LlmRequest, LlmResponse, LoopAgent, ParallelAgent, Part, RunConfig, Runner, SequentialAgent,
+    SessionService, Tool, exit_loop, to_snake_value,
 };
 
 use crate::data;
@@ -60,9 +60,10 @@ impl Llm for FakeLlm {
         request: LlmRequest,
         stream: bool,
     ) -> BoxStream<'static, sinew_adk::Result<LlmResponse>> {
-        let agent =
-            request.config.labels.as_ref().and_then(|l| l["adk_agent_name"].as_str()).unwrap_or_default().to_owned();
-        self.requests.lock().unwrap().push(json!({"agent": agent, "stream": stream, "request": request.to_json()}));
+        // A request without the agent's label (a summarizer's) is recorded as `null`, answered as "".
+        let label = request.config.labels.as_ref().and_then(|l| l["adk_agent_name"].as_str()).map(str::to_owned);
+        self.requests.lock().unwrap().push(json!({"agent": label, "stream": stream, "request": request.to_json()}));
+        let agent = label.unwrap_or_default();
         let answer = self
             .script
             .lock()
@@ -135,6 +136,17 @@ impl Harness {
         sessions.create_session("app", "u", Some("s"), state.as_object().cloned().unwrap()).await.unwrap();
         let runner = Runner::new("app", agent, sessions.clone()).unwrap();
         Harness { runner, sessions, events: Vec::new() }
+    }
+
+    async fn of_app(app: &App) -> Self {
+        let sessions = Arc::new(InMemorySessionService::new());
+        sessions.create_session("app", "u", Some("s"), Map::new()).await.unwrap();
+        let runner = Runner::from_app(app, sessions.clone()).unwrap();
+        Harness { runner, sessions, events: Vec::new() }
+    }
+
+    async fn session_events(&self) -> Vec<Event> {
+        self.sessions.get_session("app", "u", "s", Default::default()).await.unwrap().unwrap().events
     }
 
     async fn turn(&mut self, message: Content, config: RunConfig) {
@@ -929,4 +941,88 @@ async fn an_instruction_reads_an_artifact_and_temp_state_set_by_a_callback() {
         runner.run("u", "s", Some(user("hi")), None, RunConfig::default()).map(Result::unwrap).collect().await;
     check_requests(&llm, &scenario);
     check_events(&events, &scenario["events"]);
+}
+
+/// Stored events compared with adk-python's: a summary's range is written as the positions of
+/// the events at its ends.
+fn check_session_events(events: &[Event], recorded: &Value) {
+    let with_positions = |events: Vec<Value>| -> Vec<Value> {
+        let at: Vec<Value> = events.iter().map(|e| e["timestamp"].clone()).collect();
+        let position = |t: &Value| {
+            json!(format!("@{}", at.iter().position(|a| a == t).expect("a summary's end is an event's time")))
+        };
+        events
+            .into_iter()
+            .map(|mut e| {
+                if let Some(compaction) = e["actions"].get_mut("compaction") {
+                    compaction["start_timestamp"] = position(&compaction["start_timestamp"]);
+                    compaction["end_timestamp"] = position(&compaction["end_timestamp"]);
+                }
+                e
+            })
+            .collect()
+    };
+    let ours = with_positions(events.iter().map(|e| to_snake_value(e).unwrap()).collect());
+    let theirs = with_positions(recorded.as_array().unwrap().clone());
+    let (ours, theirs) = (normalize_events(&ours), normalize_events(&theirs));
+    assert_eq!(ours.len(), theirs.len(), "number of stored events\nours: {ours:#?}");
+    for (i, (ours, theirs)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(ours, theirs, "stored event {i} differs\nours:   {ours:#}\ntheirs: {theirs:#}");
+    }
+}
+
+fn chat_agent(llm: &Arc<FakeLlm>, scenario: &Value) -> Arc<dyn Agent> {
+    let agent = LlmAgent::builder("chat").model(llm.clone()).instruction("Chat.").tool(get_weather(scenario)).build();
+    Arc::new(agent.unwrap())
+}
+
+fn with_usage(mut response: LlmResponse, prompt_tokens: u64) -> LlmResponse {
+    response.usage_metadata = Some(Box::new(
+        serde_json::from_value(json!({
+            "promptTokenCount": prompt_tokens, "candidatesTokenCount": 5, "totalTokenCount": prompt_tokens + 5
+        }))
+        .unwrap(),
+    ));
+    response
+}
+
+#[tokio::test]
+async fn a_sliding_window_summarizes_every_two_turns_with_one_of_overlap() {
+    let scenario = recorded("compaction_sliding_window");
+    let answers = ["Sunny in Paris.", "London too.", "You are welcome.", "Bye!", "Still here."];
+    let mut chat = vec![vec![call("get_weather", json!({"city": "Paris"}))]];
+    chat.extend(answers.iter().map(|t| vec![text(t)]));
+    let llm = FakeLlm::new(vec![("chat", chat), ("", vec![vec![text("SUMMARY ONE")], vec![text("SUMMARY TWO")]])]);
+    let config = EventsCompactionConfig::sliding_window(2, 1).unwrap();
+    let app = App::new("app", chat_agent(&llm, &scenario)).unwrap().with_events_compaction(config).unwrap();
+    let mut h = Harness::of_app(&app).await;
+    for message in ["Weather in Paris?", "And London?", "Thanks", "Bye", "One more"] {
+        h.turn(user(message), RunConfig::default()).await;
+    }
+    check_requests(&llm, &scenario);
+    check_events(&h.events, &scenario["events"]);
+    check_session_events(&h.session_events().await, &scenario["session_events"]);
+}
+
+#[tokio::test]
+async fn a_token_threshold_summarizes_before_a_model_call_and_after_a_turn_with_a_rolling_summary() {
+    let scenario = recorded("compaction_token_threshold");
+    let chat = vec![
+        vec![with_usage(text("Hello."), 10)],
+        vec![with_usage(text("More."), 60)],
+        vec![with_usage(text("Even more."), 70)],
+        vec![with_usage(call("get_weather", json!({"city": "Oslo"})), 80)],
+        vec![with_usage(text("Cold in Oslo."), 20)],
+    ];
+    let summaries = ["SUMMARY A", "SUMMARY B", "SUMMARY C"].iter().map(|t| vec![text(t)]).collect();
+    let llm = FakeLlm::new(vec![("chat", chat), ("", summaries)]);
+    let config = EventsCompactionConfig::token_threshold(50, 2).unwrap();
+    let app = App::new("app", chat_agent(&llm, &scenario)).unwrap().with_events_compaction(config).unwrap();
+    let mut h = Harness::of_app(&app).await;
+    for message in ["hi", "tell me more", "and more", "weather in Oslo?"] {
+        h.turn(user(message), RunConfig::default()).await;
+    }
+    check_requests(&llm, &scenario);
+    check_events(&h.events, &scenario["events"]);
+    check_session_events(&h.session_events().await, &scenario["session_events"]);
 }

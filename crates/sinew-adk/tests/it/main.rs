@@ -1,6 +1,7 @@
 //! sinew-adk's integration tests.
 
 mod artifacts;
+mod compaction;
 mod conformance;
 mod flows;
 mod message_stores;

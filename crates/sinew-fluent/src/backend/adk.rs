@@ -472,11 +472,6 @@ impl Backend for AdkBackend {
     type Compiled = AdkApp;
 
     fn compile(&self, node: &Node, config: &ExecutionConfig) -> Result<AdkApp> {
-        if config.compaction.is_some() {
-            return Err(Error::Compile(
-                "event compaction is not supported by sinew-adk's runner yet: leave `compaction` unset".into(),
-            ));
-        }
         if !config.resumable {
             return Err(Error::Compile(
                 "sinew-adk always resumes a suspended invocation: `resumable: false` cannot be honoured".into(),
@@ -486,6 +481,9 @@ impl Backend for AdkBackend {
         crate::builder::check_transfer_targets(&root)?;
         let store = ResourceStore::new(self.resources.clone());
         let mut app = App::new(config.app_name.clone(), self.agent(&root, &store)?)?;
+        if let Some(compaction) = &config.compaction {
+            app = app.with_events_compaction(compaction.clone())?;
+        }
         if !self.middleware.is_empty() {
             app = app.with_plugin(Arc::new(MiddlewarePlugin::new(self.middleware.clone())));
         }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::{Map, Value};
-use sinew_adk::{Event, StreamingMode};
+use sinew_adk::{Event, EventsCompactionConfig, StreamingMode};
 
 pub use adk::{AdkApp, AdkBackend, Registry};
 pub use dry_run::DryRunBackend;
@@ -38,8 +38,8 @@ pub struct ExecutionConfig {
     /// Whether a suspended invocation (a confirmation, a long-running call) resumes under its id
     /// when the client answers. sinew-adk always does so; `false` is refused rather than ignored.
     pub resumable: bool,
-    /// Event compaction (ADK's `EventsCompactionConfig`).
-    pub compaction: Option<CompactionConfig>,
+    /// Event compaction (ADK's `EventsCompactionConfig`): older events summarized by a model.
+    pub compaction: Option<EventsCompactionConfig>,
     /// Metadata put on every event of a run (ADK's `RunConfig.custom_metadata`).
     pub custom_metadata: Option<Map<String, Value>>,
 }
@@ -85,9 +85,10 @@ impl ExecutionConfig {
         self
     }
 
-    /// Event compaction.
+    /// Event compaction: older events of a session summarized by a model, after every few
+    /// invocations or once the prompt grows past a token threshold.
     #[must_use]
-    pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
+    pub fn with_compaction(mut self, compaction: EventsCompactionConfig) -> Self {
         self.compaction = Some(compaction);
         self
     }
@@ -97,26 +98,6 @@ impl ExecutionConfig {
     pub fn with_custom_metadata(mut self, metadata: Map<String, Value>) -> Self {
         self.custom_metadata = Some(metadata);
         self
-    }
-}
-
-/// Event compaction settings (ADK's `EventsCompactionConfig`).
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct CompactionConfig {
-    /// Compact every this many invocations.
-    pub interval: usize,
-    /// Invocations kept from the previous window.
-    pub overlap: usize,
-    /// Compact when the prompt passes this many tokens.
-    pub token_threshold: Option<usize>,
-    /// Events kept verbatim.
-    pub event_retention_size: Option<usize>,
-}
-
-impl Default for CompactionConfig {
-    fn default() -> Self {
-        CompactionConfig { interval: 10, overlap: 2, token_threshold: None, event_retention_size: None }
     }
 }
 

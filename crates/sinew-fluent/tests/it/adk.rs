@@ -9,8 +9,8 @@ use sinew_adk::testing::{ScriptedAnswer, ScriptedLlm};
 use sinew_adk::{Content, FunctionTool, InMemorySessionService, LlmResponse, RunConfig, SessionService as _, Tool};
 use sinew_fluent::config::CodeConfig;
 use sinew_fluent::{
-    AdkBackend, Agent, Backend as _, CompactionConfig, Error, Execute as _, ExecutionConfig, Registry, RunOptions,
-    final_text,
+    AdkBackend, Agent, Backend as _, Error, EventsCompactionConfig, Execute as _, ExecutionConfig, Registry,
+    RunOptions, final_text,
 };
 
 #[tokio::test]
@@ -106,13 +106,12 @@ async fn a_field_the_backend_cannot_honour_is_refused_by_name() {
     let error = AdkBackend::new().compile(&agent, &ExecutionConfig::default()).unwrap_err();
     assert!(error.to_string().contains("cannot honour ADK field `input_schema`"), "{error}");
 
-    let error = AdkBackend::new()
-        .compile(
-            &Agent::named("helper").build().unwrap(),
-            &ExecutionConfig::default().with_compaction(CompactionConfig::default()),
-        )
-        .unwrap_err();
-    assert!(error.to_string().contains("event compaction is not supported"), "{error}");
+    // A pipeline has no model of its own to summarize with: compaction needs a summarizer then.
+    let model = Arc::new(ScriptedLlm::texts(["x"]));
+    let pipeline = Agent::new("a", model.clone()) >> Agent::new("b", model);
+    let compaction = ExecutionConfig::default().with_compaction(EventsCompactionConfig::sliding_window(2, 1).unwrap());
+    let error = AdkBackend::new().compile(&pipeline.build().unwrap(), &compaction).unwrap_err();
+    assert!(error.to_string().contains("No LlmAgent model available for event compaction summarizer"), "{error}");
     let error = AdkBackend::new()
         .compile(&Agent::named("helper").build().unwrap(), &ExecutionConfig::app("not valid"))
         .unwrap_err();
@@ -235,4 +234,20 @@ async fn a_session_rewinds_to_before_an_invocation() {
     assert_eq!(super::state(backend.adk(), &compiled).await["count"], 1);
     let error = backend.adk().rewind(&compiled, "default_user", "default_session", "e-unknown").await.unwrap_err();
     assert!(error.to_string().contains("Invocation ID not found: e-unknown"), "{error}");
+}
+
+#[tokio::test]
+async fn compaction_summarizes_older_turns_with_the_root_agent_s_model() {
+    let model = Arc::new(ScriptedLlm::texts(["one", "SUMMARY", "two"]));
+    let backend = AdkBackend::new();
+    let config = ExecutionConfig::default().with_compaction(EventsCompactionConfig::sliding_window(1, 0).unwrap());
+    let compiled = backend.compile(&Agent::new("helper", model.clone()).build().unwrap(), &config).unwrap();
+    assert_eq!(final_text(&backend.run(&compiled, "first", RunOptions::default()).await.unwrap()), "one");
+    assert_eq!(final_text(&backend.run(&compiled, "second", RunOptions::default()).await.unwrap()), "two");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4, "two turns, each summarized after it");
+    assert!(requests[1].0.contents[0].text().contains("user: first\nhelper: one"), "the summarizer reads the turn");
+    let second: Vec<String> = requests[2].0.contents.iter().map(Content::text).collect();
+    assert_eq!(second, ["SUMMARY", "second"], "the second turn reads the summary in place of the first");
+    assert!(requests[3].0.contents[0].text().ends_with("\n\nuser: second\nhelper: two"), "then the second turn");
 }

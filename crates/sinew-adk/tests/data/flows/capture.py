@@ -660,6 +660,63 @@ async def s_templating_artifact_temp():
        '{artifact.notes.txt} with a text artifact; {temp:t} set by before_agent_callback in the same invocation')
 
 
+def usage(response, prompt_tokens):
+  response.usage_metadata = types.GenerateContentResponseUsageMetadata(
+      prompt_token_count=prompt_tokens, candidates_token_count=5,
+      total_token_count=prompt_tokens + 5)
+  return response
+
+
+async def run_app(app, turns, events):
+  runner = InMemoryRunner(app=app)
+  s = await runner.session_service.create_session(app_name='app', user_id='u')
+  for message in turns:
+    await run_turn(runner, s.id, user(message), events)
+  sess = await runner.session_service.get_session(app_name='app', user_id='u', session_id=s.id)
+  return [dump_event(e) for e in sess.events]
+
+
+async def s_compaction_sliding_window():
+  from google.adk.apps.app import App, EventsCompactionConfig
+
+  # The summarizer's requests carry no agent label: their answers are under None.
+  reset({
+      'chat': [fc('get_weather', {'city': 'Paris'}), text('Sunny in Paris.'), text('London too.'),
+               text('You are welcome.'), text('Bye!'), text('Still here.')],
+      None: [text('SUMMARY ONE'), text('SUMMARY TWO')],
+  })
+  agent = LlmAgent(name='chat', model=MODEL, instruction='Chat.', tools=[get_weather])
+  app = App(name='app', root_agent=agent, events_compaction_config=EventsCompactionConfig(
+      compaction_interval=2, overlap_size=1))
+  events = []
+  session_events = await run_app(
+      app, ['Weather in Paris?', 'And London?', 'Thanks', 'Bye', 'One more'], events)
+  save('compaction_sliding_window', events,
+       'compaction_interval=2, overlap_size=1, the root model summarizes: after turn 2 (turns 1-2) '
+       'and after turn 4 (turns 2-4, overlapping); turns 3 and 5 see the summaries',
+       {'session_events': session_events})
+
+
+async def s_compaction_token_threshold():
+  from google.adk.apps.app import App, EventsCompactionConfig
+
+  reset({
+      'chat': [usage(text('Hello.'), 10), usage(text('More.'), 60), usage(text('Even more.'), 70),
+               usage(fc('get_weather', {'city': 'Oslo'}), 80), usage(text('Cold in Oslo.'), 20)],
+      None: [text('SUMMARY A'), text('SUMMARY B'), text('SUMMARY C')],
+  })
+  agent = LlmAgent(name='chat', model=MODEL, instruction='Chat.', tools=[get_weather])
+  app = App(name='app', root_agent=agent, events_compaction_config=EventsCompactionConfig(
+      token_threshold=50, event_retention_size=2))
+  events = []
+  session_events = await run_app(app, ['hi', 'tell me more', 'and more', 'weather in Oslo?'], events)
+  save('compaction_token_threshold', events,
+       'token_threshold=50, event_retention_size=2: after turn 2 (60 tokens) the first turn is '
+       'summarized; after turn 3 the rolling summary is extended; in turn 4 the call at 80 tokens '
+       'compacts before the second model call',
+       {'session_events': session_events})
+
+
 async def main():
   only = sys.argv[1:]
   for name, fn in list(globals().items()):
