@@ -259,8 +259,9 @@ impl InvocationContext {
         InvocationContext { branch, ..self.clone() }
     }
 
-    /// This context, with `flag` raised by any escalating event emitted under it.
-    pub(crate) fn with_escalation_flag(&self, flag: Arc<AtomicBool>) -> InvocationContext {
+    /// This context, with `flag` raised by any escalating event emitted under it: what a loop
+    /// agent of your own runs its rounds with, to stop when a sub-agent escalates.
+    pub fn with_escalation_flag(&self, flag: Arc<AtomicBool>) -> InvocationContext {
         let mut ctx = self.clone();
         ctx.escalations.push(flag);
         ctx

@@ -252,6 +252,8 @@ pub fn race<N: Into<Node>>(name: impl Into<String>, children: impl IntoIterator<
 /// for the user, and the user's next message answers it: `yes`, `y`, `ok`, `approve(d)`,
 /// `confirm(ed)`, `proceed` or `go ahead` (any case, trailing punctuation aside) lets the pipeline
 /// through; anything else stops it with "Not approved.". See [`gate_approving`] for another rule.
+/// The answer resumes the pipeline at the gate: the sequences and loops holding it start at the
+/// child holding it, so the steps before it do not run again.
 pub fn gate(
     name: impl Into<String>,
     predicate: impl Fn(&Map<String, Value>) -> bool + Send + Sync + 'static,

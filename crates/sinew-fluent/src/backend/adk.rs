@@ -238,10 +238,19 @@ impl AdkBackend {
             },
             Node::Sequence(n) => {
                 refuse_unhandled(&n.config.name, n.config.set_fields(), &["agent_class", "name", "description"])?;
-                Arc::new(
-                    SequentialAgent::new(&n.config.name, self.agents(&n.children, store)?)
-                        .with_description(&n.config.description),
-                )
+                let children = self.agents(&n.children, store)?;
+                let gates: Vec<Vec<String>> = n.children.iter().map(gates_in).collect();
+                if gates.iter().all(Vec::is_empty) {
+                    Arc::new(SequentialAgent::new(&n.config.name, children).with_description(&n.config.description))
+                } else {
+                    // A sequence holding a gate resumes at it once the gate's question is answered.
+                    Arc::new(nodes::GatedSequence {
+                        name: n.config.name.clone(),
+                        description: n.config.description.clone(),
+                        children,
+                        gates,
+                    })
+                }
             }
             Node::Parallel(n) => {
                 refuse_unhandled(&n.config.name, n.config.set_fields(), &["agent_class", "name", "description"])?;
@@ -256,12 +265,30 @@ impl AdkBackend {
                     n.config.set_fields(),
                     &["agent_class", "name", "description", "max_iterations"],
                 )?;
-                let mut agent = LoopAgent::new(&n.config.name, self.agents(&n.children, store)?)
-                    .with_description(&n.config.description);
-                if let Some(max) = n.config.max_iterations {
-                    let max = usize::try_from(max).map_err(|_| {
-                        Error::Compile(format!("`{}`: max_iterations must not be negative", n.config.name))
-                    })?;
+                let max_iterations = n
+                    .config
+                    .max_iterations
+                    .map(|max| {
+                        usize::try_from(max).map_err(|_| {
+                            Error::Compile(format!("`{}`: max_iterations must not be negative", n.config.name))
+                        })
+                    })
+                    .transpose()?;
+                let children = self.agents(&n.children, store)?;
+                let gates: Vec<Vec<String>> = n.children.iter().map(gates_in).collect();
+                if gates.iter().any(|g| !g.is_empty()) {
+                    return Ok(Arc::new(nodes::GatedLoop {
+                        sequence: nodes::GatedSequence {
+                            name: n.config.name.clone(),
+                            description: n.config.description.clone(),
+                            children,
+                            gates,
+                        },
+                        max_iterations,
+                    }));
+                }
+                let mut agent = LoopAgent::new(&n.config.name, children).with_description(&n.config.description);
+                if let Some(max) = max_iterations {
                     agent = agent.with_max_iterations(max);
                 }
                 Arc::new(agent)
@@ -439,6 +466,19 @@ impl AdkBackend {
             delegates: self.agents(&node.delegates, store)?,
         }))
     }
+}
+
+/// The names of the gates in `node`'s subtree.
+fn gates_in(node: &Node) -> Vec<String> {
+    let mut gates = Vec::new();
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        if let Node::Gate(gate) = node {
+            gates.push(gate.name.clone());
+        }
+        stack.extend(node.children());
+    }
+    gates
 }
 
 /// The `LlmAgentConfig` fields the backend maps to sinew-adk; any other field set is refused by
@@ -665,6 +705,7 @@ impl AfterAgentCallback for SpreadFields {
 /// The agents sinew-fluent's own nodes compile to.
 mod nodes {
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
     use async_trait::async_trait;
@@ -847,9 +888,111 @@ mod nodes {
 
     pub(super) struct Gate(pub(super) GateNode);
 
+    /// The state key holding the invocation in which gate `name` asked its question.
+    fn pending_key(name: &str) -> String {
+        format!("_gate_{name}_pending")
+    }
+
     impl Gate {
         fn pending_key(&self) -> String {
-            format!("_gate_{}_pending", self.0.name)
+            pending_key(&self.0.name)
+        }
+    }
+
+    /// A sequence with a gate below it: like ADK's `SequentialAgent`, except that the message
+    /// answering a gate's question resumes the sequence at the child holding that gate, so the
+    /// steps before it do not run again.
+    pub(super) struct GatedSequence {
+        pub(super) name: String,
+        pub(super) description: String,
+        pub(super) children: Vec<Arc<dyn Agent>>,
+        /// The gates in each child's subtree.
+        pub(super) gates: Vec<Vec<String>>,
+    }
+
+    impl GatedSequence {
+        /// The child holding the gate whose question the previous invocation asked, if any.
+        async fn resume_at(&self, ctx: &InvocationContext) -> Option<usize> {
+            let state = ctx.state().await;
+            if !self.gates.iter().flatten().any(|gate| state.contains_key(&pending_key(gate))) {
+                return None;
+            }
+            let previous = previous_invocation(ctx).await?;
+            self.gates.iter().position(|gates| {
+                gates
+                    .iter()
+                    .any(|gate| state.get(&pending_key(gate)).and_then(Value::as_str) == Some(previous.as_str()))
+            })
+        }
+    }
+
+    /// A loop with a gate below it: like ADK's `LoopAgent`, except that the message answering a
+    /// gate's question resumes the first round at the child holding that gate.
+    pub(super) struct GatedLoop {
+        pub(super) sequence: GatedSequence,
+        pub(super) max_iterations: Option<usize>,
+    }
+
+    #[async_trait]
+    impl Agent for GatedLoop {
+        fn name(&self) -> &str {
+            &self.sequence.name
+        }
+
+        fn description(&self) -> &str {
+            &self.sequence.description
+        }
+
+        fn sub_agents(&self) -> &[Arc<dyn Agent>] {
+            &self.sequence.children
+        }
+
+        async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
+            let children = &self.sequence.children;
+            if children.is_empty() {
+                return Ok(());
+            }
+            let mut start = self.sequence.resume_at(ctx).await.unwrap_or(0);
+            let mut rounds = 0;
+            while self.max_iterations.is_none_or(|max| rounds < max) {
+                let escalated = Arc::new(AtomicBool::new(false));
+                let round_ctx = ctx.with_escalation_flag(escalated.clone());
+                for child in &children[start..] {
+                    round_ctx.run(child).await?;
+                    if escalated.load(Ordering::SeqCst) || ctx.is_paused() || ctx.is_ended() {
+                        return Ok(());
+                    }
+                }
+                start = 0;
+                rounds += 1;
+            }
+            Ok(())
+        }
+    }
+
+    #[async_trait]
+    impl Agent for GatedSequence {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn description(&self) -> &str {
+            &self.description
+        }
+
+        fn sub_agents(&self) -> &[Arc<dyn Agent>] {
+            &self.children
+        }
+
+        async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
+            let start = self.resume_at(ctx).await.unwrap_or(0);
+            for child in &self.children[start..] {
+                ctx.run(child).await?;
+                if ctx.is_paused() || ctx.is_ended() {
+                    break;
+                }
+            }
+            Ok(())
         }
     }
 

@@ -182,6 +182,37 @@ async fn a_gate_stops_for_approval_and_the_answer_decides() {
 }
 
 #[tokio::test]
+async fn an_approved_gate_resumes_the_pipeline_at_the_gate_in_nested_sequences_and_loops() {
+    let checkout = Pipeline::new("checkout")
+        .step(Agent::named("price"))
+        .step(gate("approval", |_| true, "Approve?"))
+        .step(Agent::named("charge"));
+    let pipeline = (Agent::named("draft") >> checkout.build().unwrap() >> Agent::named("receipt")).build().unwrap();
+    let answers = [("draft", "Drafted."), ("price", "Priced."), ("charge", "Charged."), ("receipt", "Sent.")];
+    let backend = MockBackend::new(answers.map(|(agent, text)| (agent, json!(text))));
+    let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
+    let asked = backend.run(&compiled, "buy it", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&asked), ["draft", "price", "approval"]);
+    let approved = backend.run(&compiled, "yes", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&approved), ["approval", "charge", "receipt"], "the steps before the gate do not run again");
+    // The next message starts from the top again.
+    let again = backend.run(&compiled, "buy another", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&again), ["draft", "price", "approval"]);
+    let refused = backend.run(&compiled, "no", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&refused), ["approval"]);
+    assert_eq!(final_text(&refused), "Not approved.");
+
+    // In a loop, the answer resumes the loop's body at the gate.
+    let body = Agent::named("work") >> gate("check", |_| true, "Continue?") >> Agent::named("finish");
+    let looped = (body * 1).build().unwrap();
+    let backend = MockBackend::new([("work", json!("Worked.")), ("finish", json!("Finished."))]);
+    let compiled = backend.compile(&looped, &ExecutionConfig::default()).unwrap();
+    assert_eq!(authors(&backend.run(&compiled, "go", RunOptions::default()).await.unwrap()), ["work", "check"]);
+    let resumed = backend.run(&compiled, "ok", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&resumed), ["check", "finish"]);
+}
+
+#[tokio::test]
 async fn a_question_left_unanswered_does_not_approve_a_later_one() {
     // The first message reaches the gate; the second goes elsewhere (the route skips the gate);
     // the third reaches the gate again: the old question must not count as answered.
