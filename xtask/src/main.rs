@@ -114,6 +114,7 @@ fn ci(root: &Path) -> Result<()> {
     let postgres = postgres_url()?;
     let chromedriver = chromedriver()?;
     let dot = graphviz_dot()?;
+    let mermaid = setup::ensure_mermaid(root)?;
     let ci_cargo = || {
         let mut command = cargo();
         command.env("SINEW_PEERS_DIR", &peers);
@@ -121,6 +122,7 @@ fn ci(root: &Path) -> Result<()> {
         command.env("SINEW_TEST_POSTGRES_URL", &postgres);
         command.env("SINEW_TEST_CHROMEDRIVER", &chromedriver);
         command.env("SINEW_TEST_DOT", &dot);
+        command.env("SINEW_TEST_MERMAID", &mermaid);
         command
     };
 

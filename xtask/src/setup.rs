@@ -49,3 +49,29 @@ pub(crate) fn install_peers(root: &Path, dir: &Path) -> Result<()> {
     setup.arg(&script).arg(dir);
     step("install the interop peers", setup).with_context(|| format!("installing the peers into {}", dir.display()))
 }
+
+/// Mermaid's own parser, which sinew-fluent's Mermaid pictures must pass: `SINEW_TEST_MERMAID`
+/// when it is set, else `target/mermaid`, where `npm ci` installs the packages that
+/// `crates/sinew-fluent/tests/mermaid/package-lock.json` pins (mermaid and jsdom), again whenever
+/// the lock file changes.
+pub(crate) fn ensure_mermaid(root: &Path) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("SINEW_TEST_MERMAID").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let dir = target_dir()?.join("mermaid");
+    let source = root.join("crates/sinew-fluent/tests/mermaid");
+    let lock = std::fs::read(source.join("package-lock.json")).context("reading the mermaid lock file")?;
+    let installed = std::fs::read(dir.join("package-lock.json")).ok();
+    if installed.as_deref() == Some(lock.as_slice()) && dir.join("node_modules/mermaid/package.json").is_file() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&dir)?;
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(source.join(file), dir.join(file)).with_context(|| format!("copying {file}"))?;
+    }
+    let mut install = Command::new("npm");
+    install.args(["ci", "--no-audit", "--no-fund", "--silent"]).current_dir(&dir);
+    step("install mermaid's parser", install)
+        .context("npm cannot install mermaid (Debian: apt-get install nodejs npm; or set SINEW_TEST_MERMAID)")?;
+    Ok(dir)
+}
