@@ -9,7 +9,8 @@
 //! last `event_retention_size` events, starting from the previous summary. A range is only
 //! summarized when it holds no call still waiting for its answer, and when it can shrink the
 //! request by more than the previous summary's size. A summarizer that fails leaves the history
-//! whole (a warning is logged); a summary overtaken by another writer is dropped.
+//! whole (a warning is logged). A summary another writer overtook is dropped after an invocation;
+//! before a model call it fails the call, as in ADK.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -64,9 +65,12 @@ impl LlmEventSummarizer {
         LlmEventSummarizer { llm, prompt_template: DEFAULT_SUMMARY_PROMPT.to_owned() }
     }
 
-    /// Asks with `template` instead, whose `{conversation_history}` is replaced by the transcript.
+    /// Asks with `template` instead, filled as Python's `str.format` fills it:
+    /// `{conversation_history}` is the transcript, `{{` and `}}` are braces; any other
+    /// placeholder is refused.
     pub fn with_prompt_template(mut self, template: impl Into<String>) -> Result<Self> {
         let template = template.into();
+        fill_template(&template, "").map_err(Error::InvalidAgent)?;
         if !template.contains("{conversation_history}") {
             return Err(Error::InvalidAgent(
                 "the summary prompt template must contain the placeholder {conversation_history}".into(),
@@ -109,6 +113,33 @@ impl LlmEventSummarizer {
     }
 }
 
+/// `template.format(conversation_history=history)`, or why Python would refuse it.
+fn fill_template(template: &str, history: &str) -> std::result::Result<String, String> {
+    const PLACEHOLDER: &str = "{conversation_history}";
+    let mut out = String::with_capacity(template.len() + history.len());
+    let mut rest = template;
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+        } else if let Some(after) = tail.strip_prefix(PLACEHOLDER) {
+            out.push_str(history);
+            rest = after;
+        } else if tail.starts_with('}') {
+            return Err("the summary prompt template has a single '}': write '}}' for a brace".into());
+        } else {
+            let field: String = tail.chars().take_while(|c| *c != '}').collect();
+            return Err(format!(
+                "the summary prompt template has the placeholder {field}}}, but only {PLACEHOLDER} is filled: write '{{{{' for a brace"
+            ));
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 fn truncate(text: &str) -> String {
     match text.char_indices().nth(MAX_TOOL_CONTENT_CHARS) {
         None => text.to_owned(),
@@ -128,7 +159,7 @@ fn is_auth_event(event: &Event) -> bool {
 impl EventsSummarizer for LlmEventSummarizer {
     async fn summarize(&self, events: &[Event]) -> Result<Option<Event>> {
         let (Some(first), Some(last)) = (events.first(), events.last()) else { return Ok(None) };
-        let prompt = self.prompt_template.replace("{conversation_history}", &Self::transcript(events));
+        let prompt = fill_template(&self.prompt_template, &Self::transcript(events)).map_err(Error::InvalidAgent)?;
         let request = LlmRequest {
             model: Some(self.llm.name().to_owned()),
             contents: vec![Content::user_text(prompt)],
@@ -234,35 +265,45 @@ impl EventsCompactionConfig {
         self.token_threshold
     }
 
-    /// The configuration a runner of `root` uses: the summarizer chosen.
+    /// The compaction a runner of `root` runs. Without a summarizer, the model of the agent
+    /// whose call first needs a summary is kept as the summarizer (ADK's
+    /// `_ensure_compaction_summarizer`): the root's after an invocation, the calling agent's
+    /// before a model call. A root that is not an [`LlmAgent`](crate::LlmAgent) is refused when
+    /// only the sliding window is set, which always summarizes for the root.
     pub(crate) fn resolve(&self, root: &Arc<dyn Agent>) -> Result<Compactor> {
-        let summarizer = match &self.summarizer {
-            Some(summarizer) => summarizer.clone(),
-            None => {
-                let Some(agent) = root.as_llm_agent() else {
-                    return Err(Error::InvalidAgent(
-                        "No LlmAgent model available for event compaction summarizer.".into(),
-                    ));
-                };
-                Arc::new(LlmEventSummarizer::new(agent.canonical_model(root)?))
-            }
-        };
-        Ok(Compactor { summarizer, sliding_window: self.sliding_window, token_threshold: self.token_threshold })
+        let summarizer = std::sync::OnceLock::new();
+        if let Some(given) = &self.summarizer {
+            let _ = summarizer.set(given.clone());
+        } else if root.as_llm_agent().is_none() && self.token_threshold.is_none() {
+            return Err(no_summarizer_model());
+        }
+        Ok(Compactor {
+            summarizer,
+            root: root.clone(),
+            sliding_window: self.sliding_window,
+            token_threshold: self.token_threshold,
+        })
     }
+}
+
+fn no_summarizer_model() -> Error {
+    Error::InvalidAgent("No LlmAgent model available for event compaction summarizer.".into())
 }
 
 /// A runner's compaction: the triggers and the summarizer.
 pub(crate) struct Compactor {
-    summarizer: Arc<dyn EventsSummarizer>,
+    summarizer: std::sync::OnceLock<Arc<dyn EventsSummarizer>>,
+    root: Arc<dyn Agent>,
     sliding_window: Option<(usize, usize)>,
     token_threshold: Option<(u64, usize)>,
 }
 
 impl Compactor {
     /// Before a model call of `agent` (ADK's compaction request processor): the token threshold.
-    pub(crate) async fn before_model(&self, ctx: &InvocationContext, agent: &str) -> Result<()> {
+    /// A summary another writer overtook fails the call, as in ADK.
+    pub(crate) async fn before_model(&self, ctx: &InvocationContext, agent: &crate::LlmAgent) -> Result<()> {
         if self.token_threshold.is_some() {
-            self.by_token_threshold(ctx, agent, ctx.branch()).await?;
+            self.by_token_threshold(ctx, Some(agent), ctx.branch()).await?;
         }
         Ok(())
     }
@@ -283,41 +324,55 @@ impl Compactor {
     }
 
     async fn after_invocation_inner(&self, ctx: &InvocationContext) -> Result<()> {
-        if self.token_threshold.is_some() && self.by_token_threshold(ctx, "", None).await? {
+        if self.token_threshold.is_some() && self.by_token_threshold(ctx, None, None).await? {
             return Ok(());
         }
         let Some((interval, overlap)) = self.sliding_window else { return Ok(()) };
-        let snapshot = ctx.invocation.session.lock().await.events.clone();
-        let Some(range) = sliding_window_selection(&snapshot, interval, overlap) else { return Ok(()) };
-        let range: Vec<Event> = range.into_iter().cloned().collect();
-        if let Some(summary) = self.summarize(&range).await {
+        // The range is chosen under the session's lock; only the range is copied out.
+        let range: Vec<Event> = {
+            let session = ctx.invocation.session.lock().await;
+            let Some(range) = sliding_window_selection(&session.events, interval, overlap) else { return Ok(()) };
+            range.into_iter().cloned().collect()
+        };
+        let summarizer = self.summarizer(None)?;
+        if let Some(summary) = summarize(summarizer.as_ref(), &range).await {
             self.append(ctx, summary).await?;
         }
         Ok(())
     }
 
-    /// Token-threshold compaction for `agent` (all agents when empty); whether it summarized.
-    async fn by_token_threshold(&self, ctx: &InvocationContext, agent: &str, branch: Option<&str>) -> Result<bool> {
+    /// Token-threshold compaction for `agent` (every agent, after an invocation, when `None`);
+    /// whether it summarized.
+    async fn by_token_threshold(
+        &self,
+        ctx: &InvocationContext,
+        agent: Option<&crate::LlmAgent>,
+        branch: Option<&str>,
+    ) -> Result<bool> {
         let Some((threshold, retention)) = self.token_threshold else { return Ok(false) };
-        let snapshot = ctx.invocation.session.lock().await.events.clone();
-        let Some(range) = token_threshold_selection(&snapshot, threshold, retention, agent, branch) else {
-            return Ok(false);
+        let name = agent.map_or("", |a| a.name.as_str());
+        let range: Vec<Event> = {
+            let session = ctx.invocation.session.lock().await;
+            let Some(range) = token_threshold_selection(&session.events, threshold, retention, name, branch) else {
+                return Ok(false);
+            };
+            range.into_iter().map(Candidate::into_event).collect()
         };
-        let range: Vec<Event> = range.into_iter().map(Candidate::into_event).collect();
-        let Some(summary) = self.summarize(&range).await else { return Ok(false) };
+        let summarizer = self.summarizer(agent)?;
+        let Some(summary) = summarize(summarizer.as_ref(), &range).await else { return Ok(false) };
         self.append(ctx, summary).await?;
         Ok(true)
     }
 
-    /// The summarizer's event; `None` (with a warning) when it failed.
-    async fn summarize(&self, events: &[Event]) -> Option<Event> {
-        match self.summarizer.summarize(events).await {
-            Ok(summary) => summary,
-            Err(error) => {
-                tracing::warn!(%error, "event compaction failed; continuing with the uncompacted history");
-                None
-            }
+    /// The summarizer: the one given, else the model of the first agent that needed one (`agent`,
+    /// or the root when `None`).
+    fn summarizer(&self, agent: Option<&crate::LlmAgent>) -> Result<Arc<dyn EventsSummarizer>> {
+        if let Some(summarizer) = self.summarizer.get() {
+            return Ok(summarizer.clone());
         }
+        let agent = agent.or_else(|| self.root.as_llm_agent()).ok_or_else(no_summarizer_model)?;
+        let model = agent.canonical_model(&self.root)?;
+        Ok(self.summarizer.get_or_init(|| Arc::new(LlmEventSummarizer::new(model))).clone())
     }
 
     async fn append(&self, ctx: &InvocationContext, mut summary: Event) -> Result<()> {
@@ -325,6 +380,17 @@ impl Compactor {
         let mut session = ctx.invocation.session.lock().await;
         ctx.invocation.service.append_event(&mut session, summary).await?;
         Ok(())
+    }
+}
+
+/// The summarizer's event; `None` (with a warning) when it failed.
+async fn summarize(summarizer: &dyn EventsSummarizer, events: &[Event]) -> Option<Event> {
+    match summarizer.summarize(events).await {
+        Ok(summary) => summary,
+        Err(error) => {
+            tracing::warn!(%error, "event compaction failed; continuing with the uncompacted history");
+            None
+        }
     }
 }
 
@@ -458,12 +524,14 @@ fn safe_split_index(candidates: &[&Event], retention: usize) -> usize {
     0
 }
 
+/// The ids of an event's calls (an empty id is none, as in ADK).
 fn call_ids(event: &Event) -> impl Iterator<Item = &str> {
-    event.function_calls().filter_map(|c| c.id.as_deref())
+    event.function_calls().filter_map(|c| c.id.as_deref()).filter(|id| !id.is_empty())
 }
 
+/// The ids of an event's function responses (an empty id is none).
 fn response_ids(event: &Event) -> impl Iterator<Item = &str> {
-    event.function_responses().filter_map(|r| r.id.as_deref())
+    event.function_responses().filter_map(|r| r.id.as_deref()).filter(|id| !id.is_empty())
 }
 
 /// The confirmations and credentials an event asks for (ids of calls waiting for the client).
@@ -573,17 +641,29 @@ fn count_chars(content: &Content) -> usize {
         if let Some(call) = &part.function_call {
             total += call.name().chars().count();
             if let Some(args) = call.args.as_ref().filter(|a| !a.is_empty()) {
-                total += pyrepr::json_dumps(&serde_json::Value::Object(args.clone())).chars().count();
+                total += ascii_json_chars(&pyrepr::json_dumps(&serde_json::Value::Object(args.clone())));
             }
         }
         if let Some(response) = &part.function_response {
             total += response.name().chars().count();
             if let Some(result) = response.response.as_ref().filter(|r| !r.is_empty()) {
-                total += pyrepr::json_dumps(&serde_json::Value::Object(result.clone())).chars().count();
+                total += ascii_json_chars(&pyrepr::json_dumps(&serde_json::Value::Object(result.clone())));
             }
         }
     }
     total
+}
+
+/// The length of `json` as Python's `json.dumps` writes it by default (`ensure_ascii`): a
+/// character beyond ASCII is a `\uXXXX` escape, two of them beyond the basic plane.
+fn ascii_json_chars(json: &str) -> usize {
+    json.chars()
+        .map(|c| match u32::from(c) {
+            0..0x80 => 1,
+            0x80..0x1_0000 => 6,
+            _ => 12,
+        })
+        .sum()
 }
 
 /// The summaries no other summary contains, as `(index, start, end)` in event order (ADK's
@@ -820,6 +900,8 @@ mod tests {
         let mut pending: Vec<String> = Vec::new();
         let mut calls = 0;
         let text = |role: &str, text: String| json!({"role": role, "parts": [{"text": text}]});
+        // Text beyond ASCII: Python counts `json.dumps`'s escapes, and prints it as it is.
+        let words = ["plain", "café", "日本語", "🚀 launch", "naïve\nline"];
         for invocation in 0..rng.usize(1..=7) {
             let inv = format!("e-{invocation}");
             let mut event = |rng: &mut fastrand::Rng, author: &str, extra: Value| {
@@ -836,16 +918,25 @@ mod tests {
                 let part = json!({"functionResponse": {"id": id, "name": "tool", "response": {"ok": true}}});
                 event(rng, "user", json!({"content": {"role": "user", "parts": [part]}}));
             } else {
-                event(rng, "user", json!({"content": text("user", format!("message {invocation}"))}));
+                let word = words[rng.usize(..words.len())];
+                event(rng, "user", json!({"content": text("user", format!("message {invocation} {word}"))}));
             }
             for _ in 0..rng.usize(0..=3) {
                 let agent = if rng.u8(..100) < 80 { "a" } else { "b" };
                 match rng.u8(..4) {
                     0 | 1 => {
-                        let mut extra =
-                            json!({"content": text("model", format!("answer {}", "x".repeat(rng.usize(0..60))))});
+                        let word = words[rng.usize(..words.len())];
+                        let answer = format!("answer {word} {}", "x".repeat(rng.usize(0..60)));
+                        let mut parts = vec![json!({"text": answer})];
+                        if rng.u8(..100) < 20 {
+                            parts.insert(0, json!({"text": "thinking it over", "thought": true}));
+                        }
+                        let mut extra = json!({"content": {"role": "model", "parts": parts}});
                         if rng.bool() {
                             extra["usageMetadata"] = json!({"promptTokenCount": rng.u64(0..120)});
+                        }
+                        if rng.u8(..100) < 10 {
+                            extra["branch"] = json!(format!("root.{agent}"));
                         }
                         event(rng, agent, extra);
                     }
@@ -855,8 +946,12 @@ mod tests {
                         let mut answers = Vec::new();
                         for _ in 0..rng.usize(1..=2) {
                             calls += 1;
-                            let id = format!("c{calls}");
-                            parts.push(json!({"functionCall": {"id": id, "name": "tool", "args": {"n": calls}}}));
+                            // Now and then a call without an id of its own (an empty one).
+                            let id = if rng.u8(..100) < 5 { String::new() } else { format!("c{calls}") };
+                            let word = words[rng.usize(..words.len())];
+                            parts.push(
+                                json!({"functionCall": {"id": id, "name": "tool", "args": {"n": calls, "q": word}}}),
+                            );
                             match rng.u8(..4) {
                                 0 => answers.push(id),
                                 1 => pending.push(id),
@@ -883,13 +978,19 @@ mod tests {
                     _ => {
                         calls += 1;
                         let id = format!("c{calls}");
-                        let call = json!({"functionCall": {"id": id, "name": "adk_request_confirmation", "args": {}}});
-                        let confirmation = json!({"hint": "sure?", "confirmed": false});
-                        event(
-                            rng,
-                            agent,
-                            json!({"content": {"role": "model", "parts": [call]}, "actions": {"requestedToolConfirmations": {id.clone(): confirmation}}}),
-                        );
+                        // A confirmation request, or now and then a credential request.
+                        let (name, actions) = if rng.u8(..100) < 25 {
+                            let config = json!({"authScheme": {"type": "apiKey"}});
+                            ("adk_request_credential", json!({"requestedAuthConfigs": {id.clone(): config}}))
+                        } else {
+                            let confirmation = json!({"hint": "sure?", "confirmed": false});
+                            (
+                                "adk_request_confirmation",
+                                json!({"requestedToolConfirmations": {id.clone(): confirmation}}),
+                            )
+                        };
+                        let call = json!({"functionCall": {"id": id, "name": name, "args": {}}});
+                        event(rng, agent, json!({"content": {"role": "model", "parts": [call]}, "actions": actions}));
                         pending.push(id);
                     }
                 }
@@ -904,6 +1005,48 @@ mod tests {
             }
         }
         events
+    }
+
+    #[test]
+    fn a_prompt_template_is_filled_as_python_formats_it() {
+        assert_eq!(fill_template("{{json}}: {conversation_history}!", "a: b").unwrap(), "{json}: a: b!");
+        let error = fill_template("{conversation_history} for {user}", "").unwrap_err();
+        assert!(error.contains("placeholder {user}"), "{error}");
+        assert!(fill_template("a } b", "").unwrap_err().contains("single '}'"));
+        let llm: Arc<dyn Llm> = Arc::new(crate::testing::ScriptedLlm::texts(["x"]));
+        assert!(
+            LlmEventSummarizer::new(llm.clone())
+                .with_prompt_template("Summarize {{this}}: {conversation_history}")
+                .is_ok()
+        );
+        assert!(LlmEventSummarizer::new(llm.clone()).with_prompt_template("no history").is_err());
+        assert!(LlmEventSummarizer::new(llm).with_prompt_template("{conversation_history} {x}").is_err());
+    }
+
+    #[test]
+    fn the_transcript_shows_text_thoughts_and_tools_cut_at_2000_characters() {
+        let long = "z".repeat(2100);
+        let events: Vec<Event> = serde_json::from_value(json!([
+            {"author": "user", "invocationId": "e-1", "content": {"role": "user", "parts": [{"text": "hi"}]}},
+            {"author": "a", "invocationId": "e-1", "content": {"role": "model", "parts": [
+                {"text": "pondering", "thought": true},
+                {"functionCall": {"id": "c1", "name": "fetch", "args": {"q": long}}}]}},
+            {"author": "a", "invocationId": "e-1", "content": {"role": "user", "parts": [
+                {"functionResponse": {"id": "c1", "name": "fetch", "response": {"ok": true}}}]}},
+            {"author": "a", "invocationId": "e-1", "content": {"role": "model", "parts": [
+                {"functionCall": {"id": "c2", "name": "adk_request_credential", "args": {}}}]}},
+            {"author": "user", "invocationId": "x", "actions": {"compaction": {"startTimestamp": 1.0, "endTimestamp": 2.0,
+                "compactedContent": {"role": "model", "parts": [{"text": "old"}]}}},
+                "content": {"role": "model", "parts": [{"text": "hidden thought", "thought": true}, {"text": "said"}]}}
+        ]))
+        .unwrap();
+        let transcript = LlmEventSummarizer::transcript(&events);
+        // `{'q': 'zz…'}` is 2109 characters: 2000 are kept.
+        let args = format!("{{'q': '{}", "z".repeat(1993));
+        let expected = format!(
+            "user: hi\na (thought): pondering\na called tool: fetch({args}... [truncated 109 chars])\nTool response from fetch: {{'ok': True}}\nuser: said"
+        );
+        assert_eq!(transcript, expected);
     }
 
     const SLIDING: [(usize, usize); 3] = [(1, 0), (2, 1), (3, 2)];
@@ -942,18 +1085,29 @@ mod tests {
                 }))
             })
             .collect();
+        let rewound = crate::history::apply_rewinds(events);
         let tokens: Vec<Value> =
-            ["", "a"].iter().map(|agent| json!(latest_prompt_token_count(events, &all, agent, None))).collect();
+            ["", "a"].iter().map(|agent| json!(latest_prompt_token_count(events, &rewound, agent, None))).collect();
+        let contents: Vec<Value> = ["", "a"]
+            .iter()
+            .map(|agent| {
+                let options = crate::history::HistoryOptions { agent, ..Default::default() };
+                let contents = crate::history::contents(events, options);
+                json!(contents.iter().map(|c| crate::to_snake_value(c).unwrap()).collect::<Vec<_>>())
+            })
+            .collect();
         json!({
             "prefix": longest_self_contained_prefix(&raw, &all),
             "history": history,
             "sliding": sliding,
             "token": token,
             "tokens": tokens,
+            "contents": contents,
         })
     }
 
-    /// Compaction decides as adk-python decides, on 400 random sessions.
+    /// Compaction decides as adk-python decides, and the history reads as adk-python builds it,
+    /// on 400 random sessions.
     #[test]
     #[cfg_attr(not(sinew_test_adk_python), ignore = "set SINEW_ADK_PYTHON to a python with google-adk 2.13.0")]
     fn decides_as_adk_python_on_random_sessions() {

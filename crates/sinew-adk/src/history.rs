@@ -57,11 +57,16 @@ pub(crate) fn contents(events: &[Event], options: HistoryOptions<'_>) -> Vec<Con
     events.into_iter().filter_map(|e| e.content.map(|c| copy_for_request(c, options.preserve_ids))).collect()
 }
 
+/// The invocation `event` rewinds to; an empty id rewinds nothing, as in ADK (the event stays).
+fn rewinds(event: &Event) -> Option<&str> {
+    event.actions.rewind_before_invocation_id.as_deref().filter(|id| !id.is_empty())
+}
+
 /// Hides every rewound invocation (ADK's `_apply_rewinds`): walking back from the newest event,
 /// a rewind event hides itself and everything back to the first event of the invocation it
 /// names, so a rewind that was itself rewound has no effect.
 pub(crate) fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
-    if events.iter().all(|e| e.actions.rewind_before_invocation_id.is_none()) {
+    if events.iter().all(|e| rewinds(e).is_none()) {
         return events.iter().collect();
     }
     let mut first: HashMap<&str, usize> = HashMap::new();
@@ -73,7 +78,7 @@ pub(crate) fn apply_rewinds(events: &[Event]) -> Vec<&Event> {
     while i > 0 {
         i -= 1;
         let event = &events[i];
-        match event.actions.rewind_before_invocation_id.as_deref() {
+        match rewinds(event) {
             Some(rewound) => {
                 if let Some(&start) = first.get(rewound).filter(|start| **start < i) {
                     i = start;
@@ -155,7 +160,10 @@ fn is_plumbing(event: &Event) -> bool {
 fn relay_other_agents(events: &[&Event], options: HistoryOptions<'_>) -> Vec<Event> {
     let call_authors: HashMap<&str, &str> = events
         .iter()
-        .flat_map(|e| e.function_calls().filter_map(move |c| Some((c.id.as_deref()?, e.author.as_str()))))
+        .flat_map(|e| {
+            e.function_calls()
+                .filter_map(move |c| Some((c.id.as_deref().filter(|id| !id.is_empty())?, e.author.as_str())))
+        })
         .collect();
     let mut out = Vec::with_capacity(events.len());
     for event in events {
@@ -539,5 +547,10 @@ mod tests {
         // A rewind to an invocation that does not exist, or to a later one, hides only itself.
         let unknown = [event("a", "i1", None), event("r", "i2", Some("ghost")), event("b", "i3", None)];
         assert_eq!(kept(&unknown), ["a", "b"]);
+        let later = [event("a", "i1", None), event("r", "i2", Some("i3")), event("b", "i3", None)];
+        assert_eq!(kept(&later), ["a", "b"]);
+        // An empty id is no rewind: the event stays.
+        let empty = [event("a", "i1", None), event("r", "i2", Some(""))];
+        assert_eq!(kept(&empty), ["a", "r"]);
     }
 }

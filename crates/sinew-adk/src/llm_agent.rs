@@ -359,7 +359,7 @@ impl LlmAgent {
 
         // Compaction runs before the history is read, so that a summary written now is in it.
         if let Some(compaction) = &ctx.invocation.compaction {
-            compaction.before_model(ctx, &self.name).await?;
+            compaction.before_model(ctx, self).await?;
         }
         // The history is read under the session's lock, without copying the session.
         request.contents = history::contents(

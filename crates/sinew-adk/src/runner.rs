@@ -185,8 +185,9 @@ impl Runner {
         new_message: Content,
         run_config: RunConfig,
     ) -> BoxStream<'static, Result<Event>> {
-        let ephemeral =
-            Runner { sessions: Arc::new(InMemorySessionService::new()), ..self.clone() }.auto_create_session();
+        // Nothing is summarized: the session is forgotten with the run.
+        let ephemeral = Runner { sessions: Arc::new(InMemorySessionService::new()), compaction: None, ..self.clone() }
+            .auto_create_session();
         ephemeral.run(user_id, &crate::event::uuid4(), Some(new_message), None, run_config)
     }
 
@@ -425,7 +426,7 @@ async fn drive_inner(
     compact(runner, ctx).await
 }
 
-/// Summarizes older events, after the invocation (never in the middle of one).
+/// The compaction pass after an invocation (the token threshold also runs before each model call).
 async fn compact(runner: &Runner, ctx: &InvocationContext) -> Result<()> {
     match &runner.compaction {
         Some(compaction) => compaction.after_invocation(ctx).await,

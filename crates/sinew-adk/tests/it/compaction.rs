@@ -34,7 +34,7 @@ fn summaries(events: &[Event]) -> Vec<String> {
 }
 
 #[test]
-fn settings_that_cannot_work_are_refused_when_the_app_is_built() {
+fn settings_that_cannot_work_are_refused_up_front() {
     assert!(EventsCompactionConfig::sliding_window(0, 1).is_err());
     assert!(EventsCompactionConfig::token_threshold(0, 1).is_err());
     let config = EventsCompactionConfig::sliding_window(2, 0).unwrap();
@@ -88,19 +88,27 @@ async fn a_failing_summarizer_leaves_the_history_whole_and_the_turn_answered() {
     assert_eq!(model.requests()[1].0.contents.len(), 3);
 }
 
+/// A runner over SQLite whose summarizer lets another process (a service of its own on the same
+/// database) append to the session first.
 #[cfg(feature = "sqlite")]
-#[tokio::test]
-async fn a_summary_overtaken_by_another_writer_is_dropped() {
+async fn overtaken(
+    config: EventsCompactionConfig,
+) -> (Runner, Arc<sinew_adk::SqliteSessionService>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sessions.db");
     let sessions = Arc::new(sinew_adk::SqliteSessionService::open(&path).unwrap());
     sessions.create_session("app", "u", Some("s"), Map::new()).await.unwrap();
-    // Another process, with a service of its own on the same database.
     let other: Arc<dyn SessionService> = Arc::new(sinew_adk::SqliteSessionService::open(&path).unwrap());
     let summarizer = Arc::new(Summarizer { fail: false, other_writer: Some(other), given: Mutex::default() });
-    let config = EventsCompactionConfig::sliding_window(1, 0).unwrap().with_summarizer(summarizer);
-    let app = App::new("app", chat(Arc::new(ScriptedLlm::texts(["one"])))).unwrap().with_events_compaction(config);
-    let runner = Runner::from_app(&app.unwrap(), sessions.clone()).unwrap();
+    let app = App::new("app", chat(Arc::new(ScriptedLlm::texts(["one", "two"])))).unwrap();
+    let app = app.with_events_compaction(config.with_summarizer(summarizer)).unwrap();
+    (Runner::from_app(&app, sessions.clone()).unwrap(), sessions, dir)
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_summary_overtaken_by_another_writer_is_dropped() {
+    let (runner, sessions, _dir) = overtaken(EventsCompactionConfig::sliding_window(1, 0).unwrap()).await;
     turns(&runner, &["first"]).await;
     let events = stored(sessions.as_ref()).await;
     assert!(summaries(&events).is_empty(), "the stale summary was not stored");
@@ -131,4 +139,48 @@ async fn a_summary_is_written_once_and_a_range_that_would_not_shrink_the_request
     let requests = model.requests();
     assert_eq!(requests.len(), 4);
     assert_eq!(requests[2].0.contents[0].text(), long, "the second turn reads the summary first");
+}
+
+#[tokio::test]
+async fn without_a_summarizer_a_workflow_root_summarizes_with_the_calling_agent_s_model() {
+    let sessions = Arc::new(InMemorySessionService::new());
+    sessions.create_session("app", "u", Some("s"), Map::new()).await.unwrap();
+    let mut big = sinew_adk::LlmResponse::new(Content::model_text("two"));
+    big.usage_metadata = Some(Box::new(serde_json::from_value(serde_json::json!({"promptTokenCount": 900})).unwrap()));
+    let model = Arc::new(ScriptedLlm::new([
+        ScriptedAnswer::text("one"),
+        ScriptedAnswer::Responses(vec![big]),
+        ScriptedAnswer::text("SUMMARY"),
+        ScriptedAnswer::text("three"),
+    ]));
+    let pipeline = Arc::new(SequentialAgent::new("pipeline", vec![chat(model.clone())]));
+    let config = EventsCompactionConfig::token_threshold(100, 1).unwrap();
+    let app = App::new("app", pipeline).unwrap().with_events_compaction(config).unwrap();
+    let runner = Runner::from_app(&app, sessions.clone()).unwrap();
+    // After the second turn nothing summarizes: only the root could, and it has no model; the
+    // run says so, as adk-python does.
+    turns(&runner, &["first"]).await;
+    let events: Vec<_> =
+        runner.run("u", "s", Some(Content::user_text("second")), None, RunConfig::default()).collect().await;
+    let error = events.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(error.to_string(), "No LlmAgent model available for event compaction summarizer.");
+    // Before the third turn's model call, `chat` needs a summary: its own model writes it.
+    turns(&runner, &["third"]).await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests[2].0.contents[0].text().contains("user: first\nchat: one"), "the summarizer's request");
+    assert_eq!(requests[3].0.contents.iter().map(Content::text).collect::<Vec<_>>(), ["SUMMARY", "third"]);
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn a_summary_overtaken_before_a_model_call_fails_the_call_as_in_adk() {
+    // A threshold of one token: the estimate of any history passes it.
+    let (runner, _sessions, _dir) = overtaken(EventsCompactionConfig::token_threshold(1, 0).unwrap()).await;
+    let events: Vec<_> =
+        runner.run("u", "s", Some(Content::user_text("first")), None, RunConfig::default()).collect().await;
+    assert!(
+        matches!(events.last().unwrap(), Err(sinew_adk::Error::StaleSession { .. })),
+        "the model call fails: {events:?}"
+    );
 }

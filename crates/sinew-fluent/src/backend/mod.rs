@@ -27,7 +27,7 @@ use crate::ir::Node;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ExecutionConfig {
-    /// The app's name (an identifier).
+    /// The app's name: a letter, then letters, digits, `_` or `-` (ADK's rule).
     pub app_name: String,
     /// At most this many model calls per invocation.
     pub max_llm_calls: usize,

@@ -9,7 +9,9 @@ array with, for each case, what google-adk 2.13.0's own compaction code decides 
     sliding    for each (interval, overlap) of SLIDING: the ids the summarizer was given, or null
     token      for each (threshold, retention) of TOKEN: the ids the summarizer was given
                (the previous summary as "seed"), or null
-    tokens     `_latest_prompt_token_count` for every agent ("") and for agent "a"
+    tokens     `_latest_prompt_token_count` (on the events left after rewinds, as the compactor
+               calls it) for every agent ("") and for agent "a"
+    contents   the history `_get_contents` builds for every agent ("") and for agent "a"
 
 The summarizer records what it is given and writes nothing, so nothing is appended.
 """
@@ -27,6 +29,8 @@ from google.adk.agents import LlmAgent
 from google.adk.apps.app import App, EventsCompactionConfig
 from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
 from google.adk.apps import compaction as c
+from google.adk.events._rewind_events import _apply_rewinds
+from google.adk.flows.llm_flows.context._contents import _get_contents
 from google.adk.events.event import Event
 from google.adk.flows.llm_flows.context._compaction import _process_compaction_events
 from google.adk.flows.llm_flows.context._compaction import _recover_compacted_function_calls
@@ -63,7 +67,11 @@ async def decide(case):
       "history": [("S:" + e.content.parts[0].text) if e.actions.compaction else e.id for e in history],
       "sliding": [],
       "token": [],
-      "tokens": [c._latest_prompt_token_count(events, agent_name=name) for name in ("", "a")],
+      "tokens": [c._latest_prompt_token_count(_apply_rewinds(events), agent_name=name) for name in ("", "a")],
+      "contents": [
+          [content.model_dump(mode="json", exclude_none=True) for content in _get_contents(None, events, name)]
+          for name in ("", "a")
+      ],
   }
   for interval, overlap in SLIDING:
     capture = Capture()
