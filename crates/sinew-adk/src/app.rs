@@ -29,6 +29,7 @@ pub struct App {
     root_agent: Arc<dyn Agent>,
     plugins: Vec<Arc<dyn Plugin>>,
     compaction: Option<EventsCompactionConfig>,
+    resumable: bool,
 }
 
 impl std::fmt::Debug for App {
@@ -60,7 +61,7 @@ impl App {
             return Err(Error::InvalidAgent("App name cannot be 'user'; reserved for end-user input.".into()));
         }
         check_agent_tree(root_agent.as_ref(), AgentNames::Identifiers)?;
-        Ok(App { name, root_agent, plugins: Vec::new(), compaction: None })
+        Ok(App { name, root_agent, plugins: Vec::new(), compaction: None, resumable: false })
     }
 
     /// Adds a plugin; plugins run in the order they were added.
@@ -77,6 +78,20 @@ impl App {
         config.resolve(&self.root_agent)?;
         self.compaction = Some(config);
         Ok(self)
+    }
+
+    /// Makes the app resumable (ADK's `ResumabilityConfig(is_resumable=True)`): agents write
+    /// checkpoints into the session, and a message answering a paused invocation's long-running
+    /// call resumes the workflow where it paused (see [`Runner::resumable`]).
+    #[must_use]
+    pub fn resumable(mut self) -> Self {
+        self.resumable = true;
+        self
+    }
+
+    /// Whether the app is resumable.
+    pub fn is_resumable(&self) -> bool {
+        self.resumable
     }
 
     /// The event compaction, when set.
@@ -106,6 +121,9 @@ impl Runner {
         let mut runner = Runner::new(app.name.clone(), app.root_agent.clone(), sessions)?;
         if let Some(config) = &app.compaction {
             runner = runner.with_events_compaction(config)?;
+        }
+        if app.resumable {
+            runner = runner.resumable();
         }
         Ok(app.plugins.iter().fold(runner, |runner, plugin| runner.with_plugin(plugin.clone())))
     }

@@ -139,6 +139,10 @@ pub(crate) struct Invocation {
     pub(crate) events: crate::handoff::Sender<Emitted>,
     /// The app's event compaction.
     pub(crate) compaction: Option<Arc<crate::compaction::Compactor>>,
+    /// Whether agents write checkpoints (ADK's resumability).
+    pub(crate) resumable: bool,
+    /// The agents' checkpoints in this invocation.
+    pub(crate) checkpoints: StdMutex<crate::resume::Checkpoints>,
 }
 
 /// One agent's view of a running invocation (ADK's `InvocationContext`): cheap to clone.
@@ -319,7 +323,7 @@ fn no_artifact_service() -> Error {
 }
 
 /// ADK's `should_pause_invocation`: the event calls a function whose answer the client gives.
-fn pauses(event: &Event) -> bool {
+pub(crate) fn pauses(event: &Event) -> bool {
     let Some(ids) = event.long_running_tool_ids.as_ref().filter(|ids| !ids.is_empty()) else { return false };
     event.function_calls().any(|call| call.id.as_ref().is_some_and(|id| ids.contains(id)))
 }

@@ -361,6 +361,10 @@ impl LlmAgent {
                 }
             });
         };
+        // Resumable: the agent finished when it handed the conversation on.
+        if ctx.is_resumable() {
+            ctx.end_of_agent(&self.name).await?;
+        }
         ctx.transfer_context(&agent).run(&agent).await
     }
 

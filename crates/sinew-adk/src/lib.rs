@@ -50,6 +50,7 @@ pub mod model;
 pub mod plugin;
 mod pyrepr;
 mod record;
+mod resume;
 mod runner;
 pub mod session;
 pub mod testing;

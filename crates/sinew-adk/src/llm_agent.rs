@@ -471,7 +471,13 @@ impl Agent for LlmAgent {
     }
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        self.run_flow(ctx).await
+        self.run_flow(ctx).await?;
+        // Resumable: the agent says it finished, unless it waits for a long-running call's answer
+        // or already said so when it handed the conversation on.
+        if ctx.is_resumable() && !ctx.is_end_of_agent(&self.name) && !ctx.recently_paused().await {
+            ctx.end_of_agent(&self.name).await?;
+        }
+        Ok(())
     }
 
     fn as_llm_agent(&self) -> Option<&LlmAgent> {

@@ -58,6 +58,7 @@ pub struct Runner {
     artifacts: Option<Arc<dyn ArtifactService>>,
     auto_create_session: bool,
     compaction: Option<Arc<Compactor>>,
+    resumable: bool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -93,6 +94,7 @@ impl Runner {
             artifacts: None,
             auto_create_session: false,
             compaction: None,
+            resumable: false,
         })
     }
 
@@ -116,6 +118,15 @@ impl Runner {
     pub fn with_events_compaction(mut self, config: &EventsCompactionConfig) -> Result<Self> {
         self.compaction = Some(Arc::new(config.resolve(&self.agent)?));
         Ok(self)
+    }
+
+    /// Makes the runner resumable (ADK's `ResumabilityConfig(is_resumable=True)`): agents write
+    /// checkpoints into the session, and a message answering a paused invocation's long-running
+    /// call resumes the workflow where it paused.
+    #[must_use]
+    pub fn resumable(mut self) -> Self {
+        self.resumable = true;
+        self
     }
 
     /// Creates a missing session instead of failing (ADK's `auto_create_session`).
@@ -286,6 +297,10 @@ impl Runner {
             return Err(Error::InvalidRequest("User message cannot contain function calls.".into()));
         }
         let resumed = resumed_invocation(&session, &message);
+        let checkpoints = match &resumed {
+            Some(invocation) if self.resumable => crate::resume::Checkpoints::read(&session.events, invocation),
+            _ => crate::resume::Checkpoints::default(),
+        };
         let invocation_id = resumed.clone().unwrap_or_else(new_invocation_id);
         let (events, inbox) = crate::handoff::handoff::<Emitted>();
         let invocation = Arc::new(Invocation {
@@ -309,6 +324,8 @@ impl Runner {
             cancel: CancellationToken::new(),
             events,
             compaction: self.compaction.clone(),
+            resumable: self.resumable,
+            checkpoints: std::sync::Mutex::new(checkpoints),
         });
         let root_ctx = InvocationContext {
             invocation: invocation.clone(),
@@ -387,6 +404,7 @@ async fn drive_inner(
     stamp_metadata(&mut user_event, ctx.run_config());
     {
         let mut session = ctx.invocation.session.lock().await;
+        stamp_branch(&mut user_event, &session.events);
         runner.sessions.append_event(&mut session, user_event).await?;
     }
 
@@ -399,7 +417,10 @@ async fn drive_inner(
         }
     }
     let session = ctx.session().await;
-    let agent = agent_to_run(&runner.agent, &session);
+    // A resumable invocation whose root left a checkpoint resumes from the root, which leads
+    // down to where it paused; otherwise the agent that should answer runs.
+    let resumes_root = ctx.checkpoints_know(runner.agent.name());
+    let agent = if resumes_root { runner.agent.clone() } else { agent_to_run(&runner.agent, &session) };
     // An agent picked below the root runs at its place in the tree (`root@1/sub_a@1`).
     let mut ancestors = Vec::new();
     let mut name = agent.name().to_owned();
@@ -628,6 +649,25 @@ impl Running {
     fn take_passed(&mut self) -> Option<Event> {
         // Unboxed once, on the way out.
         self.passed.take().map(|event| *event)
+    }
+}
+
+/// Puts a message answering a call on the branch of the call, in the same invocation (ADK's
+/// `_stamp_event_branch_context`): the agent on that branch then sees its answer.
+fn stamp_branch(message: &mut Event, events: &[Event]) {
+    let Some(id) = message.function_responses().next().and_then(|r| r.id.as_deref()).filter(|id| !id.is_empty()) else {
+        return;
+    };
+    let call = events
+        .iter()
+        .rev()
+        .filter(|e| e.invocation_id == message.invocation_id)
+        .find(|e| e.function_calls().any(|c| c.id.as_deref() == Some(id)));
+    if let Some(call) = call {
+        message.branch = call.branch.clone();
+        if message.isolation_scope.is_none() {
+            message.isolation_scope = call.isolation_scope.clone();
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use crate::agent::Agent;
 use crate::context::InvocationContext;
 use crate::error::Result;
+use serde_json::{Map, Value};
 
 /// What every workflow agent is: a name, a description and its sub-agents.
 #[derive(Clone)]
@@ -87,13 +88,47 @@ impl Agent for SequentialAgent {
     workflow_accessors!();
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        for sub_agent in &self.workflow.sub_agents {
+        let name = &self.workflow.name;
+        let sub_agents = &self.workflow.sub_agents;
+        let state = if ctx.is_resumable() { ctx.agent_state(name) } else { None };
+        // Resuming at the checkpoint's sub-agent: its checkpoint is already in the session.
+        let mut resuming = state.is_some();
+        let start = state.map_or(0, |state| start_index(name, sub_agents, &state));
+        for sub_agent in &sub_agents[start..] {
+            if ctx.is_resumable() && !resuming {
+                ctx.checkpoint(name, Some(current_sub_agent(sub_agent.name()))).await?;
+            }
+            resuming = false;
             ctx.run(sub_agent).await?;
             if ctx.is_paused() || ctx.is_ended() {
-                break;
+                return Ok(());
             }
         }
+        if ctx.is_resumable() {
+            ctx.end_of_agent(name).await?;
+        }
         Ok(())
+    }
+}
+
+/// A workflow agent's checkpoint naming the sub-agent it runs (`SequentialAgentState`).
+fn current_sub_agent(name: &str) -> Map<String, Value> {
+    Map::from_iter([("current_sub_agent".to_owned(), Value::from(name))])
+}
+
+/// Where a workflow resumes: at the checkpoint's sub-agent; past the end when it names none
+/// (the workflow had finished); from the start, with a warning, when that sub-agent is gone.
+fn start_index(workflow: &str, sub_agents: &[Arc<dyn Agent>], state: &Map<String, Value>) -> usize {
+    match state.get("current_sub_agent").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        None => sub_agents.len(),
+        Some(current) => sub_agents.iter().position(|a| a.name() == current).unwrap_or_else(|| {
+            tracing::warn!(
+                workflow,
+                sub_agent = current,
+                "the checkpoint's sub-agent is gone: restarting from the beginning"
+            );
+            0
+        }),
     }
 }
 
@@ -118,7 +153,14 @@ impl Agent for ParallelAgent {
     workflow_accessors!();
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        let runs = self.workflow.sub_agents.iter().map(|sub_agent| {
+        let name = &self.workflow.name;
+        if ctx.is_resumable() && ctx.agent_state(name).is_none() {
+            ctx.checkpoint(name, Some(Map::new())).await?;
+        }
+        // Resuming, only the branches that did not finish run again.
+        let unfinished =
+            self.workflow.sub_agents.iter().filter(|a| !(ctx.is_resumable() && ctx.is_end_of_agent(a.name())));
+        let runs = unfinished.map(|sub_agent| {
             let suffix = format!("{}.{}", self.workflow.name, sub_agent.name());
             let branch = Some(match ctx.branch() {
                 Some(branch) => format!("{branch}.{suffix}"),
@@ -128,7 +170,14 @@ impl Agent for ParallelAgent {
             async move { branch_ctx.run(sub_agent).await }
         });
         // Every branch runs to its end; the first error cancels the others and is the result.
-        futures::future::try_join_all(runs).await.map(drop)
+        futures::future::try_join_all(runs).await?;
+        if ctx.is_resumable()
+            && !ctx.is_paused()
+            && self.workflow.sub_agents.iter().all(|a| ctx.is_end_of_agent(a.name()))
+        {
+            ctx.end_of_agent(name).await?;
+        }
+        Ok(())
     }
 }
 
@@ -161,20 +210,46 @@ impl Agent for LoopAgent {
     workflow_accessors!();
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        if self.workflow.sub_agents.is_empty() {
+        let name = &self.workflow.name;
+        let sub_agents = &self.workflow.sub_agents;
+        if sub_agents.is_empty() {
             return Ok(());
         }
-        let mut rounds = 0;
-        while self.max_iterations.is_none_or(|max| rounds < max) {
+        let state = if ctx.is_resumable() { ctx.agent_state(name) } else { None };
+        let mut resuming = state.is_some();
+        let (mut rounds, mut start) = state.map_or((0, 0), |state| {
+            let rounds = state.get("times_looped").and_then(Value::as_u64).unwrap_or(0);
+            let start = match state.get("current_sub_agent").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+                Some(_) => start_index(name, sub_agents, &state),
+                None => 0,
+            };
+            (usize::try_from(rounds).unwrap_or(usize::MAX), start)
+        });
+        'rounds: while self.max_iterations.is_none_or(|max| rounds < max) {
             let escalated = Arc::new(AtomicBool::new(false));
             let round_ctx = ctx.with_escalation_flag(escalated.clone());
-            for sub_agent in &self.workflow.sub_agents {
+            for sub_agent in &sub_agents[start..] {
+                if ctx.is_resumable() && !resuming {
+                    let mut state = current_sub_agent(sub_agent.name());
+                    state.insert("times_looped".into(), Value::from(rounds));
+                    ctx.checkpoint(name, Some(state)).await?;
+                }
+                resuming = false;
                 round_ctx.run(sub_agent).await?;
-                if escalated.load(Ordering::SeqCst) || ctx.is_paused() || ctx.is_ended() {
+                if ctx.is_paused() || ctx.is_ended() {
                     return Ok(());
                 }
+                if escalated.load(Ordering::SeqCst) {
+                    break 'rounds;
+                }
             }
+            start = 0;
             rounds += 1;
+            // The next round runs every sub-agent afresh.
+            ctx.reset_sub_agent_states(self);
+        }
+        if ctx.is_resumable() {
+            ctx.end_of_agent(name).await?;
         }
         Ok(())
     }

@@ -1026,3 +1026,107 @@ async fn a_token_threshold_summarizes_before_a_model_call_and_after_a_turn_with_
     check_events(&h.events, &scenario["events"]);
     check_session_events(&h.session_events().await, &scenario["session_events"]);
 }
+
+/// The client's answer to the latest `ask_approval` call.
+fn approval_answer(events: &[Event]) -> Content {
+    let id =
+        events.iter().flat_map(Event::function_calls).filter(|c| c.name() == "ask_approval").last().unwrap().id.clone();
+    let response = json!({"status": "approved"}).as_object().cloned().unwrap();
+    Content::new("user", vec![Part::function_response(FunctionResponse::new(id, "ask_approval", response))])
+}
+
+/// `ask_approval` as capture.py declares it: long-running, answering nothing.
+fn ask_approval(scenario: &Value) -> Arc<dyn Tool> {
+    Arc::new(tool_from_recording(scenario, "ask_approval", |_, _| async { Ok(Value::Null) }).long_running())
+}
+
+/// Runs `root` in a resumable app: a message that pauses, then the client's answer; requests,
+/// yielded events and stored events must be adk-python's.
+async fn check_resumable(root: Arc<dyn Agent>, llm: &FakeLlm, scenario: &Value) {
+    let h = run_resumable(root).await;
+    check_requests(llm, scenario);
+    check_events(&h.events, &scenario["events"]);
+    check_session_events(&h.session_events().await, &scenario["session_events"]);
+}
+
+async fn run_resumable(root: Arc<dyn Agent>) -> Harness {
+    let app = App::new("app", root).unwrap().resumable();
+    let mut h = Harness::of_app(&app).await;
+    h.turn(user("approve 7"), RunConfig::default()).await;
+    let answer = approval_answer(&h.events);
+    h.turn(answer, RunConfig::default()).await;
+    h
+}
+
+fn scripted(agent: &str, answers: Vec<LlmResponse>) -> (&str, Vec<Vec<LlmResponse>>) {
+    (agent, answers.into_iter().map(|a| vec![a]).collect())
+}
+
+#[tokio::test]
+async fn resumable_a_single_agent_says_when_it_finished() {
+    let scenario = recorded("resumable_long_running");
+    let llm =
+        FakeLlm::new(vec![scripted("lr2", vec![call("ask_approval", json!({"amount": 7})), text("approved, done")])]);
+    let agent = LlmAgent::builder("lr2").model(llm.clone()).instruction("lr").tool(ask_approval(&scenario)).build();
+    check_resumable(Arc::new(agent.unwrap()), &llm, &scenario).await;
+}
+
+#[tokio::test]
+async fn resumable_a_sequence_resumes_at_the_paused_step_and_goes_on() {
+    let scenario = recorded("resumable_sequential");
+    let llm = FakeLlm::new(vec![
+        scripted("step1", vec![call("ask_approval", json!({"amount": 7})), text("approved, step1 done")]),
+        scripted("step2", vec![text("step2 done")]),
+    ]);
+    let step1 = LlmAgent::builder("step1").model(llm.clone()).instruction("one").tool(ask_approval(&scenario));
+    let step2 = LlmAgent::builder("step2").model(llm.clone()).instruction("two");
+    let sub_agents: Vec<Arc<dyn Agent>> = vec![Arc::new(step1.build().unwrap()), Arc::new(step2.build().unwrap())];
+    check_resumable(Arc::new(SequentialAgent::new("pipeline", sub_agents)), &llm, &scenario).await;
+}
+
+#[tokio::test]
+async fn resumable_a_loop_finishes_the_paused_round_and_runs_the_next() {
+    let scenario = recorded("resumable_loop");
+    let llm = FakeLlm::new(vec![
+        scripted("first", vec![text("first 1"), text("first 2")]),
+        scripted("second", vec![call("ask_approval", json!({"amount": 7})), text("second 1 done"), text("second 2")]),
+    ]);
+    let first = LlmAgent::builder("first").model(llm.clone()).instruction("one");
+    let second = LlmAgent::builder("second").model(llm.clone()).instruction("two").tool(ask_approval(&scenario));
+    let sub_agents: Vec<Arc<dyn Agent>> = vec![Arc::new(first.build().unwrap()), Arc::new(second.build().unwrap())];
+    check_resumable(Arc::new(LoopAgent::new("loop", sub_agents).with_max_iterations(2)), &llm, &scenario).await;
+}
+
+#[tokio::test]
+async fn resumable_a_parallel_group_resumes_only_the_paused_branch() {
+    let scenario = recorded("resumable_parallel");
+    let llm = FakeLlm::new(vec![
+        scripted("left", vec![call("ask_approval", json!({"amount": 7})), text("left done")]),
+        scripted("right", vec![text("right done")]),
+        scripted("after", vec![text("after done")]),
+    ]);
+    let left = LlmAgent::builder("left").model(llm.clone()).instruction("l").tool(ask_approval(&scenario));
+    let right = LlmAgent::builder("right").model(llm.clone()).instruction("r").tool(ask_approval(&scenario));
+    let branches: Vec<Arc<dyn Agent>> = vec![Arc::new(left.build().unwrap()), Arc::new(right.build().unwrap())];
+    let after = LlmAgent::builder("after").model(llm.clone()).instruction("a").build().unwrap();
+    let steps: Vec<Arc<dyn Agent>> = vec![Arc::new(ParallelAgent::new("both", branches)), Arc::new(after)];
+    check_resumable(Arc::new(SequentialAgent::new("pipeline", steps)), &llm, &scenario).await;
+}
+
+#[tokio::test]
+async fn resumable_a_transfer_target_resumes_where_it_paused() {
+    let scenario = recorded("resumable_transfer");
+    let llm = FakeLlm::new(vec![
+        scripted("root", vec![call("transfer_to_agent", json!({"agent_name": "helper"}))]),
+        scripted("helper", vec![call("ask_approval", json!({"amount": 7})), text("helper done")]),
+    ]);
+    let helper = LlmAgent::builder("helper")
+        .model(llm.clone())
+        .instruction("h")
+        .description("Helps.")
+        .tool(ask_approval(&scenario))
+        .build()
+        .unwrap();
+    let root = LlmAgent::builder("root").model(llm.clone()).instruction("route").sub_agent(Arc::new(helper));
+    check_resumable(Arc::new(root.build().unwrap()), &llm, &scenario).await;
+}

@@ -717,6 +717,81 @@ async def s_compaction_token_threshold():
        {'session_events': session_events})
 
 
+def approval_answer(events, approved=True):
+  """The client's answer to the latest `ask_approval` call among `events`."""
+  call = [p['function_call'] for e in events for p in (e.get('content') or {}).get('parts', [])
+          if p.get('function_call', {}).get('name') == 'ask_approval'][-1]
+  return types.Content(role='user', parts=[types.Part(function_response=types.FunctionResponse(
+      id=call['id'], name='ask_approval', response={'status': 'approved' if approved else 'rejected'}))])
+
+
+def ask_approval(amount: int) -> None:
+  """Asks a manager for approval."""
+  return None
+
+
+async def run_resumable(name, root, notes, turns=1):
+  """Runs `root` in a resumable app: a message that pauses on `ask_approval`, then the client's
+  answer (`turns` times)."""
+  from google.adk.apps.app import App, ResumabilityConfig
+  app = App(name='app', root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True))
+  runner = InMemoryRunner(app=app)
+  s = await runner.session_service.create_session(app_name='app', user_id='u')
+  events = []
+  await run_turn(runner, s.id, user('approve 7'), events)
+  for _ in range(turns):
+    await run_turn(runner, s.id, approval_answer(events), events)
+  sess = await runner.session_service.get_session(app_name='app', user_id='u', session_id=s.id)
+  save(name, events, notes, {'session_events': [dump_event(e) for e in sess.events]})
+
+
+async def s_resumable_sequential():
+  reset({'step1': [fc('ask_approval', {'amount': 7}), text('approved, step1 done')],
+         'step2': [text('step2 done')]})
+  step1 = LlmAgent(name='step1', model=MODEL, instruction='one', tools=[LongRunningFunctionTool(ask_approval)])
+  step2 = LlmAgent(name='step2', model=MODEL, instruction='two')
+  await run_resumable('resumable_sequential', SequentialAgent(name='pipeline', sub_agents=[step1, step2]),
+                      'resumable app; SequentialAgent(step1[long-running], step2): the answer resumes '
+                      'step1, then step2 runs')
+
+
+async def s_resumable_loop():
+  reset({'first': [text('first 1'), text('first 2')],
+         'second': [fc('ask_approval', {'amount': 7}), text('second 1 done'), text('second 2')]})
+  first = LlmAgent(name='first', model=MODEL, instruction='one')
+  second = LlmAgent(name='second', model=MODEL, instruction='two',
+                    tools=[LongRunningFunctionTool(ask_approval)])
+  await run_resumable('resumable_loop', LoopAgent(name='loop', sub_agents=[first, second], max_iterations=2),
+                      'resumable app; LoopAgent(first, second[long-running], max 2): paused in round 1 '
+                      'at second; the answer finishes round 1 and runs round 2')
+
+
+async def s_resumable_parallel():
+  reset({'left': [fc('ask_approval', {'amount': 7}), text('left done')],
+         'right': [text('right done')]})
+  left = LlmAgent(name='left', model=MODEL, instruction='l', tools=[LongRunningFunctionTool(ask_approval)])
+  # `right` declares a long-running tool too, so that both branches reach the model in order.
+  right = LlmAgent(name='right', model=MODEL, instruction='r', tools=[LongRunningFunctionTool(ask_approval)])
+  seq = SequentialAgent(name='pipeline', sub_agents=[
+      ParallelAgent(name='both', sub_agents=[left, right]),
+      LlmAgent(name='after', model=MODEL, instruction='a')])
+  SCRIPT['after'] = [text('after done')]
+  await run_resumable('resumable_parallel', seq,
+                      'resumable app; Sequential(Parallel(left[long-running], right), after): right '
+                      'finishes, left pauses; the answer resumes left only, then after runs')
+
+
+async def s_resumable_transfer():
+  reset({'root': [fc('transfer_to_agent', {'agent_name': 'helper'})],
+         'helper': [fc('ask_approval', {'amount': 7}), text('helper done')]})
+  helper = LlmAgent(name='helper', model=MODEL, instruction='h', description='Helps.',
+                    tools=[LongRunningFunctionTool(ask_approval)])
+  root = LlmAgent(name='root', model=MODEL, instruction='route', sub_agents=[helper])
+  await run_resumable('resumable_transfer', root,
+                      'resumable app; root transfers to helper, which pauses; the answer resumes '
+                      'helper through root')
+
+
 async def main():
   only = sys.argv[1:]
   for name, fn in list(globals().items()):
