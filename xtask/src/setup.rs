@@ -53,25 +53,37 @@ pub(crate) fn install_peers(root: &Path, dir: &Path) -> Result<()> {
 /// Mermaid's own parser, which sinew-fluent's Mermaid pictures must pass: `SINEW_TEST_MERMAID`
 /// when it is set, else `target/mermaid`, where `npm ci` installs the packages that
 /// `crates/sinew-fluent/tests/mermaid/package-lock.json` pins (mermaid and jsdom), again whenever
-/// the lock file changes.
+/// the package files change. The test runs them with `node`, which must be 20 or later.
 pub(crate) fn ensure_mermaid(root: &Path) -> Result<PathBuf> {
+    let version = Command::new("node").arg("--version").output().context(
+        "sinew-fluent's Mermaid check needs node 20 or later, which is not installed (Debian: apt-get install nodejs)",
+    )?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
+    let major: u32 = version.trim_start_matches('v').split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    if major < 20 {
+        bail!("sinew-fluent's Mermaid check needs node 20 or later; this machine has {version}");
+    }
     if let Some(dir) = std::env::var_os("SINEW_TEST_MERMAID").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
+        return Ok(std::path::absolute(PathBuf::from(dir))?);
     }
     let dir = target_dir()?.join("mermaid");
     let source = root.join("crates/sinew-fluent/tests/mermaid");
-    let lock = std::fs::read(source.join("package-lock.json")).context("reading the mermaid lock file")?;
-    let installed = std::fs::read(dir.join("package-lock.json")).ok();
-    if installed.as_deref() == Some(lock.as_slice()) && dir.join("node_modules/mermaid/package.json").is_file() {
+    // What is installed is stamped only once `npm ci` succeeded, so an interrupted install is
+    // done again.
+    let mut wanted = std::fs::read(source.join("package.json")).context("reading the mermaid package file")?;
+    wanted.extend(std::fs::read(source.join("package-lock.json")).context("reading the mermaid lock file")?);
+    let stamp = dir.join("installed.stamp");
+    if std::fs::read(&stamp).ok().as_deref() == Some(wanted.as_slice()) {
         return Ok(dir);
     }
     std::fs::create_dir_all(&dir)?;
+    let _ = std::fs::remove_file(&stamp);
     for file in ["package.json", "package-lock.json"] {
         std::fs::copy(source.join(file), dir.join(file)).with_context(|| format!("copying {file}"))?;
     }
     let mut install = Command::new("npm");
-    install.args(["ci", "--no-audit", "--no-fund", "--silent"]).current_dir(&dir);
-    step("install mermaid's parser", install)
-        .context("npm cannot install mermaid (Debian: apt-get install nodejs npm; or set SINEW_TEST_MERMAID)")?;
+    install.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(&dir);
+    step("install mermaid's parser", install)?;
+    std::fs::write(&stamp, wanted)?;
     Ok(dir)
 }

@@ -468,17 +468,33 @@ impl AdkBackend {
     }
 }
 
-/// The names of the gates in `node`'s subtree.
+/// The gates a sequence or loop resumes at through `node`: `node` itself, or those below it
+/// through sequences and loops (a gate under a route, fallback or timeout resumes its own
+/// sequence there, once that group runs again).
 fn gates_in(node: &Node) -> Vec<String> {
-    let mut gates = Vec::new();
-    let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
-        if let Node::Gate(gate) = node {
-            gates.push(gate.name.clone());
-        }
-        stack.extend(node.children());
+    match node {
+        Node::Gate(gate) => vec![gate.name.clone()],
+        Node::Sequence(_) | Node::Loop(_) => node.children().into_iter().flat_map(gates_in).collect(),
+        _ => Vec::new(),
     }
-    gates
+}
+
+/// Refuses a gate where its answer could not resume: inside a parallel group, a race or a
+/// map-over, which would run their other branches or items again.
+fn check_gate_placement(node: &Node, inside: Option<(&str, &str)>) -> Result<()> {
+    if let (Node::Gate(gate), Some((kind, group))) = (node, inside) {
+        return Err(Error::Compile(format!(
+            "gate `{}` sits inside {kind} `{group}`, where its answer could not resume: put the gate before or after it",
+            gate.name
+        )));
+    }
+    let inside = match node {
+        Node::Parallel(n) => Some(("the parallel group", n.config.name.as_str())),
+        Node::Race(n) => Some(("the race", n.name.as_str())),
+        Node::MapOver(n) => Some(("the map-over", n.name.as_str())),
+        _ => inside,
+    };
+    node.children().into_iter().try_for_each(|child| check_gate_placement(child, inside))
 }
 
 /// The `LlmAgentConfig` fields the backend maps to sinew-adk; any other field set is refused by
@@ -512,17 +528,16 @@ impl Backend for AdkBackend {
     type Compiled = AdkApp;
 
     fn compile(&self, node: &Node, config: &ExecutionConfig) -> Result<AdkApp> {
-        if !config.resumable {
-            return Err(Error::Compile(
-                "sinew-adk always resumes a suspended invocation: `resumable: false` cannot be honoured".into(),
-            ));
-        }
         let root = crate::builder::finish(node.clone())?;
         crate::builder::check_transfer_targets(&root)?;
+        check_gate_placement(&root, None)?;
         let store = ResourceStore::new(self.resources.clone());
         let mut app = App::new(config.app_name.clone(), self.agent(&root, &store)?)?;
         if let Some(compaction) = &config.compaction {
             app = app.with_events_compaction(compaction.clone())?;
+        }
+        if config.resumable {
+            app = app.resumable();
         }
         if !self.middleware.is_empty() {
             app = app.with_plugin(Arc::new(MiddlewarePlugin::new(self.middleware.clone())));
@@ -893,20 +908,44 @@ mod nodes {
         format!("_gate_{name}_pending")
     }
 
-    impl Gate {
-        fn pending_key(&self) -> String {
-            pending_key(&self.0.name)
-        }
+    /// The state key keeping the asking invocation's `temp:` state while gate `name` waits: the
+    /// steps that wrote it do not run again when the answer resumes the pipeline.
+    fn temp_key(name: &str) -> String {
+        format!("_gate_{name}_temp")
     }
 
-    /// A sequence with a gate below it: like ADK's `SequentialAgent`, except that the message
+    /// The state key keeping the round a gated loop was in when one of its gates asked.
+    fn round_key(name: &str) -> String {
+        format!("_loop_{name}_round")
+    }
+
+    /// Whether gate `name` asked its question in `invocation`.
+    fn asked_in(state: &Map<String, Value>, name: &str, invocation: &str) -> bool {
+        state.get(&pending_key(name)).and_then(Value::as_str) == Some(invocation)
+    }
+
+    /// The invocation before the running one: the newest event of another invocation, summaries
+    /// and rewind markers aside (they carry ids of their own).
+    async fn previous_invocation(ctx: &InvocationContext) -> Option<String> {
+        let session = ctx.session().await;
+        session
+            .events
+            .iter()
+            .rev()
+            .filter(|e| e.actions.compaction.is_none() && e.actions.rewind_before_invocation_id.is_none())
+            .find(|e| e.invocation_id.as_ref() != ctx.invocation_id())
+            .map(|e| e.invocation_id.to_string())
+    }
+
+    /// A sequence with a gate in it (directly, or below through sequences and loops): like ADK's
+    /// `SequentialAgent` (with its checkpoints when the app is resumable), except that the message
     /// answering a gate's question resumes the sequence at the child holding that gate, so the
     /// steps before it do not run again.
     pub(super) struct GatedSequence {
         pub(super) name: String,
         pub(super) description: String,
         pub(super) children: Vec<Arc<dyn Agent>>,
-        /// The gates in each child's subtree.
+        /// The gates each child resumes at.
         pub(super) gates: Vec<Vec<String>>,
     }
 
@@ -914,20 +953,63 @@ mod nodes {
         /// The child holding the gate whose question the previous invocation asked, if any.
         async fn resume_at(&self, ctx: &InvocationContext) -> Option<usize> {
             let state = ctx.state().await;
-            if !self.gates.iter().flatten().any(|gate| state.contains_key(&pending_key(gate))) {
+            let waiting = |gate: &String| state.get(&pending_key(gate)).and_then(Value::as_str).is_some();
+            if !self.gates.iter().flatten().any(waiting) {
                 return None;
             }
             let previous = previous_invocation(ctx).await?;
-            self.gates.iter().position(|gates| {
-                gates
-                    .iter()
-                    .any(|gate| state.get(&pending_key(gate)).and_then(Value::as_str) == Some(previous.as_str()))
-            })
+            self.gates.iter().position(|gates| gates.iter().any(|gate| asked_in(&state, gate, &previous)))
+        }
+
+        /// Where the sequence starts, and whether it resumes at an ADK checkpoint.
+        async fn start(&self, ctx: &InvocationContext) -> (usize, bool) {
+            if let Some(at) = self.resume_at(ctx).await {
+                return (at, false);
+            }
+            let checkpoint = if ctx.is_resumable() { ctx.agent_state(&self.name) } else { None };
+            match checkpoint {
+                None => (0, false),
+                Some(state) => {
+                    let current = state.get("current_sub_agent").and_then(Value::as_str).filter(|n| !n.is_empty());
+                    let at = current.map_or(self.children.len(), |current| {
+                        self.children.iter().position(|c| c.name() == current).unwrap_or(0)
+                    });
+                    (at, true)
+                }
+            }
+        }
+
+        /// Runs the children from `start`; whether the invocation paused or ended in child `i`
+        /// (its index comes back).
+        async fn run_from(
+            &self,
+            ctx: &InvocationContext,
+            run_ctx: &InvocationContext,
+            start: usize,
+            mut resuming: bool,
+            checkpoint: impl Fn(&str) -> Map<String, Value>,
+            escalated: Option<&AtomicBool>,
+        ) -> Result<Option<usize>> {
+            for (i, child) in self.children.iter().enumerate().skip(start) {
+                if ctx.is_resumable() && !resuming {
+                    ctx.checkpoint(&self.name, Some(checkpoint(child.name()))).await?;
+                }
+                resuming = false;
+                run_ctx.run(child).await?;
+                if ctx.is_paused() || ctx.is_ended() || escalated.is_some_and(|e| e.load(Ordering::SeqCst)) {
+                    return Ok(Some(i));
+                }
+            }
+            Ok(None)
         }
     }
 
-    /// A loop with a gate below it: like ADK's `LoopAgent`, except that the message answering a
-    /// gate's question resumes the first round at the child holding that gate.
+    fn current_sub_agent(name: &str) -> Map<String, Value> {
+        Map::from_iter([("current_sub_agent".to_owned(), Value::from(name))])
+    }
+
+    /// A loop with a gate in it: like ADK's `LoopAgent`, except that the message answering a
+    /// gate's question resumes the round the gate asked in, at the child holding it.
     pub(super) struct GatedLoop {
         pub(super) sequence: GatedSequence,
         pub(super) max_iterations: Option<usize>,
@@ -948,23 +1030,54 @@ mod nodes {
         }
 
         async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-            let children = &self.sequence.children;
-            if children.is_empty() {
+            let sequence = &self.sequence;
+            if sequence.children.is_empty() {
                 return Ok(());
             }
-            let mut start = self.sequence.resume_at(ctx).await.unwrap_or(0);
-            let mut rounds = 0;
+            let (mut start, mut resuming) = sequence.start(ctx).await;
+            let state = ctx.state().await;
+            let round = |value: Option<&Value>| value.and_then(Value::as_u64).and_then(|r| usize::try_from(r).ok());
+            let mut rounds = if resuming {
+                ctx.agent_state(&sequence.name).and_then(|s| round(s.get("times_looped"))).unwrap_or(0)
+            } else if sequence.resume_at(ctx).await.is_some() {
+                // The answer resumes the round the question was asked in.
+                round(state.get(&round_key(&sequence.name))).unwrap_or(0)
+            } else {
+                0
+            };
+            if state.get(&round_key(&sequence.name)).is_some_and(|v| !v.is_null()) {
+                write_state(ctx, Map::from_iter([(round_key(&sequence.name), Value::Null)])).await?;
+            }
             while self.max_iterations.is_none_or(|max| rounds < max) {
                 let escalated = Arc::new(AtomicBool::new(false));
                 let round_ctx = ctx.with_escalation_flag(escalated.clone());
-                for child in &children[start..] {
-                    round_ctx.run(child).await?;
-                    if escalated.load(Ordering::SeqCst) || ctx.is_paused() || ctx.is_ended() {
+                let checkpoint = |name: &str| {
+                    let mut state = current_sub_agent(name);
+                    state.insert("times_looped".into(), Value::from(rounds));
+                    state
+                };
+                let stopped = sequence.run_from(ctx, &round_ctx, start, resuming, checkpoint, Some(&escalated)).await?;
+                resuming = false;
+                if let Some(i) = stopped {
+                    if ctx.is_paused() {
                         return Ok(());
                     }
+                    if ctx.is_ended() {
+                        // A gate of this round asked: its answer resumes this round.
+                        let state = ctx.state().await;
+                        if sequence.gates[i].iter().any(|gate| asked_in(&state, gate, ctx.invocation_id())) {
+                            write_state(ctx, Map::from_iter([(round_key(&sequence.name), Value::from(rounds))]))
+                                .await?;
+                        }
+                        return Ok(());
+                    }
+                    break;
                 }
                 start = 0;
                 rounds += 1;
+            }
+            if ctx.is_resumable() {
+                ctx.end_of_agent(&sequence.name).await?;
             }
             Ok(())
         }
@@ -985,26 +1098,13 @@ mod nodes {
         }
 
         async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-            let start = self.resume_at(ctx).await.unwrap_or(0);
-            for child in &self.children[start..] {
-                ctx.run(child).await?;
-                if ctx.is_paused() || ctx.is_ended() {
-                    break;
-                }
+            let (start, resuming) = self.start(ctx).await;
+            if self.run_from(ctx, ctx, start, resuming, current_sub_agent, None).await?.is_none() && ctx.is_resumable()
+            {
+                ctx.end_of_agent(&self.name).await?;
             }
             Ok(())
         }
-    }
-
-    /// The invocation before the running one in the session.
-    async fn previous_invocation(ctx: &InvocationContext) -> Option<String> {
-        let session = ctx.session().await;
-        session
-            .events
-            .iter()
-            .rev()
-            .find(|e| e.invocation_id.as_ref() != ctx.invocation_id())
-            .map(|e| e.invocation_id.to_string())
     }
 
     #[async_trait]
@@ -1014,14 +1114,22 @@ mod nodes {
         }
 
         async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
+            let name = &self.0.name;
             let state = ctx.state().await;
-            let key = self.pending_key();
-            if let Some(Value::String(asked_in)) = state.get(&key) {
-                let cleared = Map::from_iter([(key.clone(), Value::Null)]);
-                if previous_invocation(ctx).await.as_deref() == Some(asked_in) {
+            let (key, temp) = (pending_key(name), temp_key(name));
+            if let Some(Value::String(asked)) = state.get(&key) {
+                let mut cleared = Map::from_iter([(key.clone(), Value::Null)]);
+                if state.get(&temp).is_some_and(|saved| !saved.is_null()) {
+                    cleared.insert(temp.clone(), Value::Null);
+                }
+                if previous_invocation(ctx).await.as_deref() == Some(asked) {
                     // This message answers the gate's question.
                     let reply = ctx.user_content().map(Content::text).unwrap_or_default();
                     if (self.0.approves)(&reply) {
+                        // The steps before the gate do not run again: their `temp:` state comes back.
+                        if let Some(Value::Object(saved)) = state.get(&temp) {
+                            cleared.extend(saved.clone());
+                        }
                         return write_state(ctx, cleared).await;
                     }
                     say(ctx, "Not approved.", cleared).await?;
@@ -1033,7 +1141,12 @@ mod nodes {
                 write_state(ctx, cleared).await?;
             }
             if (self.0.predicate)(&state) {
-                let asked = Map::from_iter([(key, Value::String(ctx.invocation_id().to_owned()))]);
+                let saved: Map<String, Value> =
+                    state.iter().filter(|(k, _)| k.starts_with("temp:")).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut asked = Map::from_iter([(key, Value::String(ctx.invocation_id().to_owned()))]);
+                if !saved.is_empty() {
+                    asked.insert(temp, Value::Object(saved));
+                }
                 say(ctx, &self.0.message, asked).await?;
                 ctx.end_invocation();
             }

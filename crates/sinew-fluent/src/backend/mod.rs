@@ -35,8 +35,11 @@ pub struct ExecutionConfig {
     pub timeout: Option<Duration>,
     /// Whether answers stream as fragments.
     pub streaming: StreamingMode,
-    /// Whether a suspended invocation (a confirmation, a long-running call) resumes under its id
-    /// when the client answers. sinew-adk always does so; `false` is refused rather than ignored.
+    /// ADK's resumability (`ResumabilityConfig(is_resumable=True)`): agents write checkpoints
+    /// into the session and an answered long-running call resumes the workflow where it paused.
+    /// Off by default, as in ADK: a run still pauses on a long-running call, and the client's
+    /// answer continues the same invocation with the agent that made the call only (gates resume
+    /// their pipeline either way; gated sequences and loops write no checkpoints).
     pub resumable: bool,
     /// Event compaction (ADK's `EventsCompactionConfig`): older events summarized by a model.
     pub compaction: Option<EventsCompactionConfig>,
@@ -51,7 +54,7 @@ impl Default for ExecutionConfig {
             max_llm_calls: sinew_adk::DEFAULT_MAX_LLM_CALLS,
             timeout: None,
             streaming: StreamingMode::None,
-            resumable: true,
+            resumable: false,
             compaction: None,
             custom_metadata: None,
         }
@@ -82,6 +85,13 @@ impl ExecutionConfig {
     #[must_use]
     pub fn streaming(mut self) -> Self {
         self.streaming = StreamingMode::Sse;
+        self
+    }
+
+    /// ADK's resumability: an answered long-running call resumes the workflow where it paused.
+    #[must_use]
+    pub fn resumable(mut self) -> Self {
+        self.resumable = true;
         self
     }
 

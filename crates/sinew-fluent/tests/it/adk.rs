@@ -134,11 +134,7 @@ async fn a_field_the_backend_cannot_honour_is_refused_by_name() {
     let sinew_fluent::Node::Agent(node) = &mut schema else { panic!() };
     node.config.output_schema = Some(CodeConfig::new("Verdict"));
     assert!(compile(schema, &default).contains("`a`: no schema is known as `Verdict`"));
-    let mut not_resumable = ExecutionConfig::default();
-    not_resumable.resumable = false;
-    assert!(
-        compile(Agent::named("a").build().unwrap(), &not_resumable).contains("`resumable: false` cannot be honoured")
-    );
+    assert!(!default.resumable, "off by default, as in ADK");
 }
 
 #[tokio::test]
@@ -250,4 +246,46 @@ async fn compaction_summarizes_older_turns_with_the_root_agent_s_model() {
     let second: Vec<String> = requests[2].0.contents.iter().map(Content::text).collect();
     assert_eq!(second, ["SUMMARY", "second"], "the second turn reads the summary in place of the first");
     assert!(requests[3].0.contents[0].text().ends_with("\n\nuser: second\nhelper: two"), "then the second turn");
+}
+
+#[tokio::test]
+async fn a_resumable_app_resumes_the_pipeline_after_a_long_running_call() {
+    let ask: Arc<dyn Tool> = Arc::new(
+        FunctionTool::new("ask_approval", "Asks a manager.", Value::Null, |_, _| async { Ok(Value::Null) })
+            .long_running(),
+    );
+    let pipeline = || {
+        let first = Arc::new(ScriptedLlm::new([
+            ScriptedAnswer::call("ask_approval", json!({})),
+            ScriptedAnswer::text("Approved."),
+        ]));
+        let second = Arc::new(ScriptedLlm::texts(["Shipped."]));
+        (Agent::new("approve", first).tool(ask.clone()) >> Agent::new("ship", second)).build().unwrap()
+    };
+    let answer = |events: &[sinew_fluent::AgentEvent]| {
+        let id =
+            events.iter().flat_map(|e| &e.tool_calls).find(|c| c.tool_name == "ask_approval").unwrap().call_id.clone();
+        let response = json!({"status": "approved"}).as_object().cloned().unwrap();
+        Content::new(
+            "user",
+            vec![sinew_adk::Part::function_response(sinew_adk::genai::FunctionResponse::new(
+                Some(id),
+                "ask_approval",
+                response,
+            ))],
+        )
+    };
+    for (resumable, expected) in [(true, vec!["approve", "ship"]), (false, vec!["approve"])] {
+        let backend = AdkBackend::new();
+        let config = if resumable { ExecutionConfig::default().resumable() } else { ExecutionConfig::default() };
+        let compiled = backend.compile(&pipeline(), &config).unwrap();
+        let paused = backend.run(&compiled, "ship it", RunOptions::default()).await.unwrap();
+        let events: Vec<_> =
+            backend.stream_content(&compiled, answer(&paused), RunOptions::default()).collect::<Vec<_>>().await;
+        let events: Vec<_> = events.into_iter().map(Result::unwrap).collect();
+        let mut authors: Vec<&str> =
+            events.iter().map(|e| e.author.as_str()).filter(|a| expected.contains(a)).collect();
+        authors.dedup();
+        assert_eq!(authors, expected, "resumable: {resumable}");
+    }
 }

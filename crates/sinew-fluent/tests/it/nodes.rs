@@ -207,9 +207,96 @@ async fn an_approved_gate_resumes_the_pipeline_at_the_gate_in_nested_sequences_a
     let looped = (body * 1).build().unwrap();
     let backend = MockBackend::new([("work", json!("Worked.")), ("finish", json!("Finished."))]);
     let compiled = backend.compile(&looped, &ExecutionConfig::default()).unwrap();
-    assert_eq!(authors(&backend.run(&compiled, "go", RunOptions::default()).await.unwrap()), ["work", "check"]);
+    // The round number is kept while the gate waits (a state write of the loop's).
+    assert_eq!(
+        authors(&backend.run(&compiled, "go", RunOptions::default()).await.unwrap()),
+        ["work", "check", "work_loop"]
+    );
     let resumed = backend.run(&compiled, "ok", RunOptions::default()).await.unwrap();
-    assert_eq!(authors(&resumed), ["check", "finish"]);
+    assert_eq!(authors(&resumed), ["work_loop", "check", "finish"]);
+}
+
+#[tokio::test]
+async fn a_gate_in_a_later_round_resumes_that_round_and_the_loop_ends_on_time() {
+    // The gate asks in the second round only; the answer finishes that round, which is the last.
+    let checks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = checks.clone();
+    let asks = move |_: &Map<String, Value>| counter.fetch_add(1, Ordering::SeqCst) == 1;
+    let looped = ((Agent::named("work") >> gate("check", asks, "Continue?") >> Agent::named("finish")) * 2).build();
+    let backend = MockBackend::new([("work", json!("Worked.")), ("finish", json!("Finished."))]);
+    let compiled = backend.compile(&looped.unwrap(), &ExecutionConfig::default()).unwrap();
+    let asked = backend.run(&compiled, "go", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&asked), ["work", "finish", "work", "check", "work_loop"]);
+    let resumed = backend.run(&compiled, "yes", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&resumed), ["work_loop", "check", "finish"], "round two finished, and no third round");
+}
+
+#[tokio::test]
+async fn a_message_that_goes_elsewhere_runs_the_steps_before_a_routed_gate_again() {
+    // The gate sits in a route's branch: the sequence above the route does not skip ahead.
+    let pipeline = (Agent::named("classify")
+        >> Route::new("by_topic", "topic")
+            .when_eq(
+                json!("refund"),
+                (gate("approval", |_| true, "Approve?") >> Agent::named("refund")).build().unwrap(),
+            )
+            .otherwise(Agent::named("chat")))
+    .build()
+    .unwrap();
+    let answers = [("classify", json!("Classified.")), ("refund", json!("Refunded.")), ("chat", json!("Hello."))];
+    let backend = MockBackend::new(answers);
+    let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
+    let with_topic =
+        |topic: &str| RunOptions::default().with_state(Map::from_iter([("topic".to_owned(), json!(topic))]));
+    let asked = backend.run(&compiled, "refund me", with_topic("refund")).await.unwrap();
+    assert_eq!(authors(&asked), ["classify", "approval"]);
+    let elsewhere = backend.run(&compiled, "hi", with_topic("chat")).await.unwrap();
+    assert_eq!(authors(&elsewhere), ["classify", "chat"]);
+    // Answered right away, the branch's own sequence resumes at the gate.
+    backend.run(&compiled, "refund me", with_topic("refund")).await.unwrap();
+    let approved = backend.run(&compiled, "yes", with_topic("refund")).await.unwrap();
+    assert_eq!(authors(&approved), ["classify", "approval", "refund"]);
+}
+
+#[tokio::test]
+async fn an_approved_gate_brings_back_the_temp_state_of_the_steps_it_skips() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let pipeline = (Agent::named("quote").outputs("temp:quote")
+        >> gate("approval", |_| true, "Approve?")
+        >> tap(move |state| record.lock().unwrap().push(state.get("temp:quote").cloned())))
+    .build()
+    .unwrap();
+    let backend = MockBackend::new([("quote", json!("42 EUR"))]);
+    let compiled = backend.compile(&pipeline, &ExecutionConfig::default()).unwrap();
+    backend.run(&compiled, "quote me", RunOptions::default()).await.unwrap();
+    backend.run(&compiled, "yes", RunOptions::default()).await.unwrap();
+    assert_eq!(*seen.lock().unwrap(), [Some(json!("42 EUR"))]);
+}
+
+#[tokio::test]
+async fn a_summary_written_after_the_question_does_not_hide_the_answer() {
+    let pipeline = (gate("approval", |_| true, "Approve?") >> Agent::named("refund")).build().unwrap();
+    let summarizer = Arc::new(sinew_adk::LlmEventSummarizer::new(Arc::new(sinew_adk::testing::ScriptedLlm::texts([
+        "SUMMARY", "SUMMARY",
+    ]))));
+    let config = ExecutionConfig::default().with_compaction(
+        sinew_fluent::EventsCompactionConfig::sliding_window(1, 0).unwrap().with_summarizer(summarizer),
+    );
+    let backend = MockBackend::new([("refund", json!("Refunded."))]);
+    let compiled = backend.compile(&pipeline, &config).unwrap();
+    backend.run(&compiled, "refund me", RunOptions::default()).await.unwrap();
+    let approved = backend.run(&compiled, "yes", RunOptions::default()).await.unwrap();
+    assert_eq!(authors(&approved), ["approval", "refund"]);
+}
+
+#[test]
+fn a_gate_where_its_answer_could_not_resume_is_refused() {
+    let parallel =
+        (Agent::named("a") | (gate("approval", |_| true, "?") >> Agent::named("b")).build().unwrap()).build().unwrap();
+    let error = MockBackend::new(Vec::<(String, Value)>::new()).compile(&parallel, &ExecutionConfig::default());
+    let error = error.expect_err("refused").to_string();
+    assert!(error.contains("gate `approval` sits inside the parallel group"), "{error}");
 }
 
 #[tokio::test]

@@ -64,7 +64,8 @@ fn mermaid_parses_every_picture() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("node runs");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(&inputs).unwrap().as_bytes()).unwrap();
+    // A node that stopped early shows why below, through its status and stderr.
+    let _ = child.stdin.take().unwrap().write_all(serde_json::to_string(&inputs).unwrap().as_bytes());
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "node failed:\n{}", String::from_utf8_lossy(&output.stderr));
     let verdicts: Vec<serde_json::Value> =

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
 
-const modules = createRequire(path.join(process.env.SINEW_TEST_MERMAID, 'package.json'));
+const modules = createRequire(path.join(path.resolve(process.env.SINEW_TEST_MERMAID), 'package.json'));
 const load = async (name) => import(pathToFileURL(modules.resolve(name)).href);
 const { JSDOM } = await load('jsdom');
 const dom = new JSDOM('<!doctype html><html><body></body></html>');
