@@ -155,8 +155,10 @@ impl LlmAgent {
             let response = match item {
                 Ok(response) if !callbacks => response,
                 Ok(response) => self.after_model(&callback, response).await,
+                // An error callback's answer stands in for the model's, after-model callbacks
+                // included, as in adk-python.
                 Err(error) => match self.on_model_error(&callback, kept.as_ref(), &error).await {
-                    Some(response) => response,
+                    Some(response) => self.after_model(&callback, response).await,
                     None => return Err(self.fail(ctx, error).await),
                 },
             };

@@ -563,7 +563,8 @@ async fn model_and_instruction_failures_write_an_error_event() {
 }
 
 /// A model-error callback sees the request that failed, contents and all (the request is moved to
-/// the model only when nothing can read it afterwards), and its answer stands in for the model's.
+/// the model only when nothing can read it afterwards), and its answer stands in for the model's,
+/// after-model callbacks included (adk-python 2.13 runs them on it).
 #[tokio::test]
 async fn a_model_error_callback_reads_the_failed_request() {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -576,12 +577,16 @@ async fn a_model_error_callback_reads_the_failed_request() {
                 Some(LlmResponse::new(Content::model_text("Try again later.")))
             }
         })
+        .after_model_callback(|_: &CallbackContext, response: &LlmResponse| {
+            let text = response.content.as_ref()?.text();
+            Some(LlmResponse::new(Content::model_text(format!("{text} (checked)"))))
+        })
         .build()
         .unwrap();
     let (runner, _) = runner_for(agent).await;
     let (events, error) = outcome(&runner, Content::user_text("go"), RunConfig::default()).await;
     assert_eq!(error, None);
-    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "Try again later.");
+    assert_eq!(events.last().unwrap().content.as_ref().unwrap().text(), "Try again later. (checked)");
     assert_eq!(*seen.lock().unwrap(), ["go"]);
 }
 

@@ -17,9 +17,9 @@ use super::Middleware;
 /// (the first included) failed; then the error stands. Only failures a retry can cure are retried:
 /// a model's rate limit, network failure or unavailability, and a tool's failure (not arguments
 /// the model got wrong). A model call is retried on the agent's own model, without streaming;
-/// each retry counts against `max_llm_calls`. Retried calls do not pass through `after_model`
-/// (ADK hands an error callback's answer on as it is): put token budgets and cost trackers to
-/// work on the calls they see.
+/// each retry counts against `max_llm_calls`. The answer a retry got passes `after_model` as any
+/// answer does (ADK runs after-model callbacks on an error callback's answer), so token budgets
+/// and cost trackers count it.
 #[derive(Debug)]
 pub struct Retry {
     max_attempts: u32,

@@ -243,13 +243,19 @@ async fn the_rate_limiter_spaces_calls_by_its_refill_rate() {
 #[tokio::test(start_paused = true)]
 async fn retry_repeats_failed_model_and_tool_calls_with_backoff() {
     let model = FakeLlm::new("m", (1, 1), [Err("overloaded"), Err("overloaded"), Ok("third time")]);
-    let backend = AdkBackend::new().with_middleware(Arc::new(Retry::new(3, Duration::from_secs(1))));
+    // The answer a retry got passes `after_model` as any answer does: the tracker counts it.
+    let tracker = Arc::new(CostTracker::new(|_| None));
+    let backend = AdkBackend::new()
+        .with_middleware(Arc::new(Retry::new(3, Duration::from_secs(1))))
+        .with_middleware(tracker.clone());
     let start = tokio::time::Instant::now();
     let events =
         run_with(&backend, Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>), "go", "s1").await.unwrap();
     assert_eq!(final_text(&events), "third time");
     assert_eq!(model.calls(), 3);
     assert!(start.elapsed() >= Duration::from_secs(3), "1 s, then 2 s: {:?}", start.elapsed());
+    let cost = &tracker.costs()["a"];
+    assert_eq!((cost.calls, cost.input_tokens, cost.output_tokens), (1, 1, 1), "the answered call, once");
 
     let model = FakeLlm::new("m", (1, 1), [Err("down"), Err("still down"), Ok("too late")]);
     let backend = AdkBackend::new().with_middleware(Arc::new(Retry::new(2, Duration::from_millis(10))));
@@ -467,25 +473,56 @@ async fn pii_is_redacted_before_the_model_and_in_tool_results() {
     }
 }
 
+/// A model that never answers.
+struct Silent;
+
+impl sinew_adk::Llm for Silent {
+    fn name(&self) -> &str {
+        "silent"
+    }
+
+    fn generate_content(
+        &self,
+        _request: LlmRequest,
+        _stream: bool,
+    ) -> futures::stream::BoxStream<'static, sinew_adk::Result<LlmResponse>> {
+        futures::stream::pending().boxed()
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_trial_the_breaker_never_hears_back_from_expires() {
-    // A retry before the breaker answers the trial's failure, so the breaker never learns how the
+    // The trial's run is dropped while the model is silent, so the breaker never learns how the
     // trial went: after a cool-down the next call is a trial again, not refused for good.
-    let model = FakeLlm::new("m", (1, 1), [Err("down"), Err("down again"), Ok("retried"), Ok("later")]);
+    let model = FakeLlm::new("m", (1, 1), [Err("down"), Ok("later")]);
+    let breaker = Arc::new(CircuitBreaker::new(1, Duration::from_secs(30)));
+    let backend = AdkBackend::new().with_middleware(breaker.clone());
+    let node = || Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>);
+    assert!(run_with(&backend, node(), "1", "s").await.is_err());
+    assert_eq!(breaker.state("a"), BreakerState::Open);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let silent = run_with(&backend, Agent::new("a", Arc::new(Silent) as Arc<dyn sinew_adk::Llm>), "2", "s");
+    assert!(tokio::time::timeout(Duration::from_secs(5), silent).await.is_err(), "the trial's run is dropped");
+    assert_eq!(breaker.state("a"), BreakerState::HalfOpen, "the trial's outcome never reached the breaker");
+    let refused = run_with(&backend, node(), "3", "s").await.unwrap();
+    assert_eq!(refused.last().unwrap().error_code.as_deref(), Some("CIRCUIT_OPEN"), "one trial at a time");
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(final_text(&run_with(&backend, node(), "4", "s").await.unwrap()), "later");
+    assert_eq!(breaker.state("a"), BreakerState::Closed(0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trial_a_retry_answers_closes_the_breaker() {
+    // The retry's answer passes `after_model`: the breaker hears the trial went well.
+    let model = FakeLlm::new("m", (1, 1), [Err("down"), Err("down again"), Ok("retried")]);
     let breaker = Arc::new(CircuitBreaker::new(1, Duration::from_secs(30)));
     let opener = AdkBackend::new().with_middleware(breaker.clone());
     let node = || Agent::new("a", model.clone() as Arc<dyn sinew_adk::Llm>);
     assert!(run_with(&opener, node(), "1", "s").await.is_err());
-    assert_eq!(breaker.state("a"), BreakerState::Open);
     tokio::time::advance(Duration::from_secs(31)).await;
     let both = AdkBackend::new()
         .with_middleware(Arc::new(Retry::new(2, Duration::from_millis(1))))
         .with_middleware(breaker.clone());
     assert_eq!(final_text(&run_with(&both, node(), "2", "s").await.unwrap()), "retried");
-    assert_eq!(breaker.state("a"), BreakerState::HalfOpen, "the trial's outcome never reached the breaker");
-    let refused = run_with(&both, node(), "3", "s").await.unwrap();
-    assert_eq!(refused.last().unwrap().error_code.as_deref(), Some("CIRCUIT_OPEN"), "one trial at a time");
-    tokio::time::advance(Duration::from_secs(31)).await;
-    assert_eq!(final_text(&run_with(&both, node(), "4", "s").await.unwrap()), "later");
     assert_eq!(breaker.state("a"), BreakerState::Closed(0));
 }
