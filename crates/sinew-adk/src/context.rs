@@ -141,6 +141,8 @@ pub(crate) struct Invocation {
     pub(crate) compaction: Option<Arc<crate::compaction::Compactor>>,
     /// Whether agents write checkpoints (ADK's resumability).
     pub(crate) resumable: bool,
+    /// Whether the message answers calls of an earlier run of this invocation.
+    pub(crate) resumed: bool,
     /// The agents' checkpoints in this invocation.
     pub(crate) checkpoints: StdMutex<crate::resume::Checkpoints>,
 }
@@ -155,6 +157,10 @@ pub struct InvocationContext {
     pub(crate) node_path: String,
     /// Set by an escalating event: one flag per enclosing loop.
     pub(crate) escalations: Vec<Arc<AtomicBool>>,
+    /// Raised by an event under this context that pauses the invocation: one flag per enclosing
+    /// agent that stops for its own sub-agents' pauses only (ADK's `should_pause_invocation` on the
+    /// events it yields).
+    pub(crate) pause_flags: Vec<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for InvocationContext {
@@ -255,6 +261,7 @@ impl InvocationContext {
             branch: self.branch.clone(),
             node_path,
             escalations: self.escalations.clone(),
+            pause_flags: self.pause_flags.clone(),
         }
     }
 
@@ -268,6 +275,15 @@ impl InvocationContext {
     pub fn with_escalation_flag(&self, flag: Arc<AtomicBool>) -> InvocationContext {
         let mut ctx = self.clone();
         ctx.escalations.push(flag);
+        ctx
+    }
+
+    /// This context, with `flag` raised by any event emitted under it that pauses the invocation
+    /// (a long-running call awaiting the client's answer): how a workflow agent of your own stops
+    /// for its own sub-agents' pauses, not a sibling branch's.
+    pub fn with_pause_flag(&self, flag: Arc<AtomicBool>) -> InvocationContext {
+        let mut ctx = self.clone();
+        ctx.pause_flags.push(flag);
         ctx
     }
 
@@ -304,6 +320,9 @@ impl InvocationContext {
         }
         if pauses(&event) {
             self.invocation.paused.store(true, Ordering::SeqCst);
+            for flag in &self.pause_flags {
+                flag.store(true, Ordering::SeqCst);
+            }
         }
         let (done, stored) = oneshot::channel();
         self.invocation.events.send((Box::new(event), Some(done))).await.map_err(|_| Error::Cancelled)?;

@@ -45,16 +45,17 @@ struct Output {
 }
 
 impl LlmAgent {
-    pub(crate) async fn run_flow(&self, ctx: &InvocationContext) -> Result<()> {
+    /// Runs the model/tool loop; whether it ended in a transfer.
+    pub(crate) async fn run_flow(&self, ctx: &InvocationContext) -> Result<bool> {
         let mut output = Output::default();
         loop {
             let step = self.step(ctx, &mut output).await?;
             if step.transferred || ctx.is_ended() {
-                return Ok(());
+                return Ok(step.transferred);
             }
             match step.last {
                 Some(last) if !last.is_final_response() && !last.is_partial() => continue,
-                _ => return Ok(()),
+                _ => return Ok(false),
             }
         }
     }
@@ -363,8 +364,10 @@ impl LlmAgent {
                 }
             });
         };
-        // Resumable: the agent finished when it handed the conversation on.
-        if ctx.is_resumable() {
+        // Resumable under an LLM root (ADK's router runs the target after the agent): the agent
+        // finished when it handed the conversation on. Under a workflow root the target runs
+        // inside the agent, which finishes after it.
+        if ctx.is_resumable() && ctx.invocation.node_paths {
             ctx.end_of_agent(&self.name).await?;
         }
         ctx.transfer_context(&agent).run(&agent).await

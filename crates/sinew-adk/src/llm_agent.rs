@@ -471,10 +471,29 @@ impl Agent for LlmAgent {
     }
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-        self.run_flow(ctx).await?;
+        let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let run_ctx = ctx.with_pause_flag(paused.clone());
+        // Resuming an agent that had handed the conversation to a sub-agent: the sub-agent goes
+        // on, then the agent is done (ADK's `_get_subagent_to_resume`).
+        if ctx.is_resumable()
+            && ctx.agent_state(&self.name).is_some()
+            && let Some(target) = self.subagent_to_resume(ctx).await?
+        {
+            run_ctx.transfer_context(&target).run(&target).await?;
+            if !paused.load(std::sync::atomic::Ordering::SeqCst) {
+                ctx.end_of_agent(&self.name).await?;
+            }
+            return Ok(());
+        }
+        let transferred = self.run_flow(&run_ctx).await?;
         // Resumable: the agent says it finished, unless it waits for a long-running call's answer
-        // or already said so when it handed the conversation on.
-        if ctx.is_resumable() && !ctx.is_end_of_agent(&self.name) && !ctx.recently_paused().await {
+        // or already said so when it handed the conversation on under an LLM root.
+        let said = transferred && ctx.invocation.node_paths;
+        if ctx.is_resumable()
+            && !said
+            && !paused.load(std::sync::atomic::Ordering::SeqCst)
+            && !ctx.recently_paused().await
+        {
             ctx.end_of_agent(&self.name).await?;
         }
         Ok(())

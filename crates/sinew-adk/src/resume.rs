@@ -166,3 +166,59 @@ impl InvocationContext {
             .any(crate::context::pauses)
     }
 }
+
+impl crate::LlmAgent {
+    /// The sub-agent a resumed agent hands on to (ADK's `_get_subagent_to_resume`): the target of
+    /// the agent's last transfer, when the invocation's latest event on this branch is that
+    /// transfer, or when it is another agent's, or the client's answer to another agent's call.
+    pub(crate) async fn subagent_to_resume(
+        &self,
+        ctx: &InvocationContext,
+    ) -> crate::Result<Option<std::sync::Arc<dyn crate::Agent>>> {
+        let target = {
+            let session = ctx.invocation.session.lock().await;
+            let invocation: Vec<&Event> =
+                session.events.iter().filter(|e| e.invocation_id == ctx.invocation_id()).collect();
+            let branch: Vec<&Event> =
+                invocation.iter().copied().filter(|e| e.branch.as_deref() == ctx.branch()).collect();
+            let Some(last) = branch.last() else { return Ok(None) };
+            let transfer_of =
+                |event: &Event| (event.author == self.name).then(|| event.actions.transfer_to_agent.clone()).flatten();
+            if last.author == self.name {
+                transfer_of(last)
+            } else {
+                if last.author == "user" {
+                    let id = last.function_responses().next().and_then(|r| r.id.as_deref()).filter(|id| !id.is_empty());
+                    let call = id.and_then(|id| {
+                        invocation
+                            .iter()
+                            .rev()
+                            .filter(|e| e.id != last.id)
+                            .find(|e| e.function_calls().any(|c| c.id.as_deref() == Some(id)))
+                    });
+                    match call {
+                        None => {
+                            return Err(crate::Error::InvalidRequest(format!(
+                                "No agent to transfer to for resuming agent from function response {}",
+                                self.name
+                            )));
+                        }
+                        // The client answers this agent's own call: it goes on itself.
+                        Some(call) if call.author == self.name => return Ok(None),
+                        Some(_) => {}
+                    }
+                }
+                branch.iter().rev().find_map(|e| transfer_of(e))
+            }
+        };
+        let Some(target) = target else { return Ok(None) };
+        let root = ctx.root_agent();
+        let agent = self
+            .transfer_targets(root)
+            .into_iter()
+            .find(|a| a.name() == target)
+            .or_else(|| crate::agent::find_agent(root, &target))
+            .ok_or_else(|| crate::Error::AgentNotFound(format!("Agent '{target}' not found.")))?;
+        Ok(Some(agent))
+    }
+}

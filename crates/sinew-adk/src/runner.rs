@@ -297,8 +297,12 @@ impl Runner {
             return Err(Error::InvalidRequest("User message cannot contain function calls.".into()));
         }
         let resumed = resumed_invocation(&session, &message);
+        // ADK reads checkpoints back under a workflow root only: under an LLM root the runner goes
+        // to the paused agent directly.
         let checkpoints = match &resumed {
-            Some(invocation) if self.resumable => crate::resume::Checkpoints::read(&session.events, invocation),
+            Some(invocation) if self.resumable && self.agent.as_llm_agent().is_none() => {
+                crate::resume::Checkpoints::read(&session.events, invocation)
+            }
             _ => crate::resume::Checkpoints::default(),
         };
         let invocation_id = resumed.clone().unwrap_or_else(new_invocation_id);
@@ -325,6 +329,7 @@ impl Runner {
             events,
             compaction: self.compaction.clone(),
             resumable: self.resumable,
+            resumed: resumed.is_some(),
             checkpoints: std::sync::Mutex::new(checkpoints),
         });
         let root_ctx = InvocationContext {
@@ -333,6 +338,7 @@ impl Runner {
             branch: None,
             node_path: String::new(),
             escalations: Vec::new(),
+            pause_flags: Vec::new(),
         };
         let driver = drive(self, root_ctx.clone(), message, state_delta).boxed();
         let cancel = invocation.cancel.clone().drop_guard();
@@ -408,6 +414,15 @@ async fn drive_inner(
         runner.sessions.append_event(&mut session, user_event).await?;
     }
 
+    let session = ctx.session().await;
+    // A resumable invocation whose root left a checkpoint resumes from the root, which leads
+    // down to where it paused; otherwise the agent that should answer runs.
+    let resumes_root = ctx.checkpoints_know(runner.agent.name());
+    let agent = if resumes_root { runner.agent.clone() } else { agent_to_run(&runner.agent, &session) };
+    if ctx.is_resumable() && ctx.is_end_of_agent(agent.name()) {
+        // That agent had finished: the answer is stored, and nothing runs again (ADK).
+        return Ok(());
+    }
     for plugin in &runner.plugins {
         if let Some(content) = plugin.before_run(ctx).await {
             // ADK writes the early answer as the model's.
@@ -416,11 +431,6 @@ async fn drive_inner(
             return compact(runner, ctx).await;
         }
     }
-    let session = ctx.session().await;
-    // A resumable invocation whose root left a checkpoint resumes from the root, which leads
-    // down to where it paused; otherwise the agent that should answer runs.
-    let resumes_root = ctx.checkpoints_know(runner.agent.name());
-    let agent = if resumes_root { runner.agent.clone() } else { agent_to_run(&runner.agent, &session) };
     // An agent picked below the root runs at its place in the tree (`root@1/sub_a@1`).
     let mut ancestors = Vec::new();
     let mut name = agent.name().to_owned();
@@ -429,6 +439,11 @@ async fn drive_inner(
         ancestors.push(name.clone());
     }
     let mut start = ctx.clone();
+    if !Arc::ptr_eq(&agent, &runner.agent) {
+        // An agent picked below the root goes on on the branch it last ran on (ADK's
+        // `restore_branch_from_history`).
+        start.branch = branch_from_history(&session, agent.name(), ctx.invocation.resumed.then(|| ctx.invocation_id()));
+    }
     if start.invocation.node_paths {
         // The ancestors count as run once, so a transfer back up runs them a second time.
         let mut runs = start.invocation.node_runs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -650,6 +665,16 @@ impl Running {
         // Unboxed once, on the way out.
         self.passed.take().map(|event| *event)
     }
+}
+
+/// The branch of the latest event `agent` wrote (in `invocation` when given), rewound ones aside.
+fn branch_from_history(session: &Session, agent: &str, invocation: Option<&str>) -> Option<String> {
+    crate::history::apply_rewinds(&session.events)
+        .into_iter()
+        .rev()
+        .filter(|e| invocation.is_none_or(|id| e.invocation_id == id))
+        .find(|e| e.author == agent)
+        .and_then(|e| e.branch.clone())
 }
 
 /// Puts a message answering a call on the branch of the call, in the same invocation (ADK's

@@ -90,17 +90,23 @@ impl Agent for SequentialAgent {
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
         let name = &self.workflow.name;
         let sub_agents = &self.workflow.sub_agents;
+        if sub_agents.is_empty() {
+            return Ok(());
+        }
         let state = if ctx.is_resumable() { ctx.agent_state(name) } else { None };
         // Resuming at the checkpoint's sub-agent: its checkpoint is already in the session.
         let mut resuming = state.is_some();
         let start = state.map_or(0, |state| start_index(name, sub_agents, &state));
+        // Only this sequence's own sub-agents' pauses stop it, not a sibling branch's.
+        let paused = Arc::new(AtomicBool::new(false));
+        let sub_ctx = ctx.with_pause_flag(paused.clone());
         for sub_agent in &sub_agents[start..] {
             if ctx.is_resumable() && !resuming {
                 ctx.checkpoint(name, Some(current_sub_agent(sub_agent.name()))).await?;
             }
             resuming = false;
-            ctx.run(sub_agent).await?;
-            if ctx.is_paused() || ctx.is_ended() {
+            sub_ctx.run(sub_agent).await?;
+            if paused.load(Ordering::SeqCst) || ctx.is_ended() {
                 return Ok(());
             }
         }
@@ -154,9 +160,14 @@ impl Agent for ParallelAgent {
 
     async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
         let name = &self.workflow.name;
+        if self.workflow.sub_agents.is_empty() {
+            return Ok(());
+        }
         if ctx.is_resumable() && ctx.agent_state(name).is_none() {
             ctx.checkpoint(name, Some(Map::new())).await?;
         }
+        let paused = Arc::new(AtomicBool::new(false));
+        let group_ctx = ctx.with_pause_flag(paused.clone());
         // Resuming, only the branches that did not finish run again.
         let unfinished =
             self.workflow.sub_agents.iter().filter(|a| !(ctx.is_resumable() && ctx.is_end_of_agent(a.name())));
@@ -166,13 +177,13 @@ impl Agent for ParallelAgent {
                 Some(branch) => format!("{branch}.{suffix}"),
                 None => suffix,
             });
-            let branch_ctx = ctx.with_branch(branch);
+            let branch_ctx = group_ctx.with_branch(branch);
             async move { branch_ctx.run(sub_agent).await }
         });
         // Every branch runs to its end; the first error cancels the others and is the result.
         futures::future::try_join_all(runs).await?;
         if ctx.is_resumable()
-            && !ctx.is_paused()
+            && !paused.load(Ordering::SeqCst)
             && self.workflow.sub_agents.iter().all(|a| ctx.is_end_of_agent(a.name()))
         {
             ctx.end_of_agent(name).await?;
@@ -225,9 +236,11 @@ impl Agent for LoopAgent {
             };
             (usize::try_from(rounds).unwrap_or(usize::MAX), start)
         });
-        'rounds: while self.max_iterations.is_none_or(|max| rounds < max) {
-            let escalated = Arc::new(AtomicBool::new(false));
-            let round_ctx = ctx.with_escalation_flag(escalated.clone());
+        let paused = Arc::new(AtomicBool::new(false));
+        let mut escalated = false;
+        while self.max_iterations.is_none_or(|max| rounds < max) && !escalated {
+            let escalation = Arc::new(AtomicBool::new(false));
+            let round_ctx = ctx.with_escalation_flag(escalation.clone()).with_pause_flag(paused.clone());
             for sub_agent in &sub_agents[start..] {
                 if ctx.is_resumable() && !resuming {
                     let mut state = current_sub_agent(sub_agent.name());
@@ -236,15 +249,16 @@ impl Agent for LoopAgent {
                 }
                 resuming = false;
                 round_ctx.run(sub_agent).await?;
-                if ctx.is_paused() || ctx.is_ended() {
+                if paused.load(Ordering::SeqCst) || ctx.is_ended() {
                     return Ok(());
                 }
-                if escalated.load(Ordering::SeqCst) {
-                    break 'rounds;
+                if escalation.load(Ordering::SeqCst) {
+                    escalated = true;
+                    break;
                 }
             }
             start = 0;
-            rounds += 1;
+            rounds = rounds.saturating_add(1);
             // The next round runs every sub-agent afresh.
             ctx.reset_sub_agent_states(self);
         }

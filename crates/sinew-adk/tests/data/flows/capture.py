@@ -792,6 +792,42 @@ async def s_resumable_transfer():
                       'helper through root')
 
 
+async def s_resumable_answered_twice():
+  reset({'step1': [fc('ask_approval', {'amount': 7}), text('approved, step1 done'), text('never')],
+         'step2': [text('step2 done'), text('never')]})
+  step1 = LlmAgent(name='step1', model=MODEL, instruction='one', tools=[LongRunningFunctionTool(ask_approval)])
+  step2 = LlmAgent(name='step2', model=MODEL, instruction='two')
+  await run_resumable('resumable_answered_twice', SequentialAgent(name='pipeline', sub_agents=[step1, step2]),
+                      'resumable app; the same answer sent twice: the second finds the pipeline '
+                      'finished, is stored, and nothing runs', turns=2)
+
+
+async def s_resumable_parallel_sequence():
+  reset({'left': [fc('ask_approval', {'amount': 7}), text('left done')],
+         'r1': [text('r1 done'), text('never')], 'r2': [text('r2 done'), text('never')]})
+  tools = lambda: [LongRunningFunctionTool(ask_approval)]
+  left = LlmAgent(name='left', model=MODEL, instruction='l', tools=tools())
+  right = SequentialAgent(name='rseq', sub_agents=[
+      LlmAgent(name='r1', model=MODEL, instruction='r1', tools=tools()),
+      LlmAgent(name='r2', model=MODEL, instruction='r2', tools=tools())])
+  await run_resumable('resumable_parallel_sequence', ParallelAgent(name='both', sub_agents=[left, right]),
+                      'resumable app; Parallel(left[long-running], Sequential(r1, r2)): left pausing '
+                      'does not stop the sibling sequence; the answer resumes left only')
+
+
+async def s_resumable_transfer_in_workflow():
+  reset({'router': [fc('transfer_to_agent', {'agent_name': 'helper'}), text('never')],
+         'helper': [fc('ask_approval', {'amount': 7}), text('helper done')],
+         'after': [text('after done')]})
+  helper = LlmAgent(name='helper', model=MODEL, instruction='h', description='Helps.',
+                    tools=[LongRunningFunctionTool(ask_approval)])
+  router = LlmAgent(name='router', model=MODEL, instruction='route', sub_agents=[helper])
+  after = LlmAgent(name='after', model=MODEL, instruction='a')
+  await run_resumable('resumable_transfer_in_workflow', SequentialAgent(name='pipeline', sub_agents=[router, after]),
+                      'resumable app; Sequential(router -> helper[long-running], after): the answer '
+                      'resumes helper through router, then after runs')
+
+
 async def main():
   only = sys.argv[1:]
   for name, fn in list(globals().items()):
