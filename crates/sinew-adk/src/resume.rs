@@ -97,25 +97,17 @@ impl InvocationContext {
         self.checkpoints().ended.get(&key).copied().unwrap_or(false)
     }
 
-    /// Records `state` as agent `name`'s checkpoint (`None` forgets it, so the agent runs afresh)
-    /// and writes it into the session (ADK's `set_agent_state` and `_create_agent_state_event`).
-    pub async fn checkpoint(&self, name: &str, state: Option<Map<String, Value>>) -> crate::Result<()> {
+    /// Records `state` as agent `name`'s checkpoint and writes it into the session (ADK's
+    /// `set_agent_state` and `_create_agent_state_event`).
+    pub async fn checkpoint(&self, name: &str, state: Map<String, Value>) -> crate::Result<()> {
         let key = self.checkpoint_key(name);
         {
             let mut checkpoints = self.checkpoints();
-            match &state {
-                Some(state) => {
-                    checkpoints.states.insert(key.clone(), state.clone());
-                    checkpoints.ended.insert(key, false);
-                }
-                None => {
-                    checkpoints.states.remove(&key);
-                    checkpoints.ended.remove(&key);
-                }
-            }
+            checkpoints.states.insert(key.clone(), state.clone());
+            checkpoints.ended.insert(key, false);
         }
         let mut event = self.checkpoint_event(name);
-        event.actions.agent_state = state;
+        event.actions.agent_state = Some(state);
         self.emit(event).await.map(drop)
     }
 

@@ -102,7 +102,7 @@ impl Agent for SequentialAgent {
         let sub_ctx = ctx.with_pause_flag(paused.clone());
         for sub_agent in &sub_agents[start..] {
             if ctx.is_resumable() && !resuming {
-                ctx.checkpoint(name, Some(current_sub_agent(sub_agent.name()))).await?;
+                ctx.checkpoint(name, current_sub_agent(sub_agent.name())).await?;
             }
             resuming = false;
             sub_ctx.run(sub_agent).await?;
@@ -164,7 +164,7 @@ impl Agent for ParallelAgent {
             return Ok(());
         }
         if ctx.is_resumable() && ctx.agent_state(name).is_none() {
-            ctx.checkpoint(name, Some(Map::new())).await?;
+            ctx.checkpoint(name, Map::new()).await?;
         }
         let paused = Arc::new(AtomicBool::new(false));
         let group_ctx = ctx.with_pause_flag(paused.clone());
@@ -245,7 +245,7 @@ impl Agent for LoopAgent {
                 if ctx.is_resumable() && !resuming {
                     let mut state = current_sub_agent(sub_agent.name());
                     state.insert("times_looped".into(), Value::from(rounds));
-                    ctx.checkpoint(name, Some(state)).await?;
+                    ctx.checkpoint(name, state).await?;
                 }
                 resuming = false;
                 round_ctx.run(sub_agent).await?;

@@ -992,7 +992,7 @@ mod nodes {
         ) -> Result<Option<usize>> {
             for (i, child) in self.children.iter().enumerate().skip(start) {
                 if ctx.is_resumable() && !resuming {
-                    ctx.checkpoint(&self.name, Some(checkpoint(child.name()))).await?;
+                    ctx.checkpoint(&self.name, checkpoint(child.name())).await?;
                 }
                 resuming = false;
                 run_ctx.run(child).await?;
