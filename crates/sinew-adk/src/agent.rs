@@ -122,7 +122,18 @@ impl InvocationContext {
     /// then the after-agent callbacks (content is added as the agent's last event). State that
     /// callbacks change without answering rides on an event of its own.
     pub async fn run(&self, agent: &Arc<dyn Agent>) -> Result<()> {
-        let ctx = self.for_agent(agent.clone());
+        self.for_agent(agent.clone()).run_here(agent).await
+    }
+
+    /// Runs `agent` as a workflow agent's sub-agent, as [`InvocationContext::run`] does, but at the
+    /// workflow's own node path: ADK runs a workflow's children inside it, not as nodes of their
+    /// own, so their events carry the workflow's `nodeInfo.path`.
+    pub async fn run_sub_agent(&self, agent: &Arc<dyn Agent>) -> Result<()> {
+        self.for_agent_at(agent.clone(), self.node_path.clone()).run_here(agent).await
+    }
+
+    async fn run_here(&self, agent: &Arc<dyn Agent>) -> Result<()> {
+        let ctx = self;
         let result = ctx.run_lifecycle(agent.as_ref()).await;
         if let Err(error) = &result {
             let callback = CallbackContext::new(ctx.clone());

@@ -255,6 +255,11 @@ impl InvocationContext {
         } else {
             String::new()
         };
+        self.for_agent_at(agent, node_path)
+    }
+
+    /// The same invocation, run by `agent` at `node_path`.
+    pub(crate) fn for_agent_at(&self, agent: Arc<dyn Agent>, node_path: String) -> InvocationContext {
         InvocationContext {
             invocation: self.invocation.clone(),
             agent,

@@ -105,7 +105,7 @@ impl Agent for SequentialAgent {
                 ctx.checkpoint(name, current_sub_agent(sub_agent.name())).await?;
             }
             resuming = false;
-            sub_ctx.run(sub_agent).await?;
+            sub_ctx.run_sub_agent(sub_agent).await?;
             if paused.load(Ordering::SeqCst) || ctx.is_ended() {
                 return Ok(());
             }
@@ -178,7 +178,7 @@ impl Agent for ParallelAgent {
                 None => suffix,
             });
             let branch_ctx = group_ctx.with_branch(branch);
-            async move { branch_ctx.run(sub_agent).await }
+            async move { branch_ctx.run_sub_agent(sub_agent).await }
         });
         // Every branch runs to its end; the first error cancels the others and is the result.
         futures::future::try_join_all(runs).await?;
@@ -248,7 +248,7 @@ impl Agent for LoopAgent {
                     ctx.checkpoint(name, state).await?;
                 }
                 resuming = false;
-                round_ctx.run(sub_agent).await?;
+                round_ctx.run_sub_agent(sub_agent).await?;
                 if paused.load(Ordering::SeqCst) || ctx.is_ended() {
                     return Ok(());
                 }

@@ -1214,3 +1214,23 @@ async fn resumable_a_transfer_inside_a_workflow_resumes_through_the_transferring
     let after = LlmAgent::builder("after").model(llm.clone()).instruction("a");
     check_resumable(sequence_of("pipeline", vec![router, after]), &llm, &scenario).await;
 }
+
+#[tokio::test]
+async fn a_workflow_reached_by_transfer_runs_its_children_at_its_own_path() {
+    let scenario = recorded("transfer_to_workflow");
+    let llm = FakeLlm::new(vec![
+        scripted("root", vec![call("transfer_to_agent", json!({"agent_name": "seq"}))]),
+        scripted("a", vec![text("a done")]),
+        scripted("b", vec![text("b done")]),
+    ]);
+    let a = LlmAgent::builder("a").model(llm.clone()).instruction("a");
+    let b = LlmAgent::builder("b").model(llm.clone()).instruction("b");
+    let seq =
+        SequentialAgent::new("seq", vec![Arc::new(a.build().unwrap()) as Arc<dyn Agent>, Arc::new(b.build().unwrap())])
+            .with_description("Does a then b.");
+    let root = LlmAgent::builder("root").model(llm.clone()).instruction("route").sub_agent(Arc::new(seq));
+    let mut h = Harness::new(Arc::new(root.build().unwrap()), json!({})).await;
+    h.turn(user("go"), RunConfig::default()).await;
+    check_requests(&llm, &scenario);
+    check_events(&h.events, &scenario["events"]);
+}

@@ -833,7 +833,7 @@ mod nodes {
             let value = state.get(&self.key).unwrap_or(&Value::Null);
             let chosen = self.rules.iter().find(|(test, _)| test(value)).map(|(_, a)| a).or(self.default.as_ref());
             match chosen {
-                Some(agent) => ctx.run(agent).await,
+                Some(agent) => ctx.run_sub_agent(agent).await,
                 None => Ok(()),
             }
         }
@@ -857,7 +857,7 @@ mod nodes {
         async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
             let mut last = None;
             for child in &self.children {
-                match ctx.run(child).await {
+                match ctx.run_sub_agent(child).await {
                     Ok(()) => return Ok(()),
                     // A run the caller dropped is not a failure to recover from.
                     Err(sinew_adk::Error::Cancelled) => return Err(sinew_adk::Error::Cancelled),
@@ -894,7 +894,7 @@ mod nodes {
                     None => suffix,
                 });
                 let branch_ctx = ctx.with_branch(branch);
-                Box::pin(async move { branch_ctx.run(child).await })
+                Box::pin(async move { branch_ctx.run_sub_agent(child).await })
             });
             // The first branch to finish well wins; dropping the others cancels them.
             futures::future::select_ok(runs).await.map(drop)
@@ -995,7 +995,7 @@ mod nodes {
                     ctx.checkpoint(&self.name, checkpoint(child.name())).await?;
                 }
                 resuming = false;
-                run_ctx.run(child).await?;
+                run_ctx.run_sub_agent(child).await?;
                 if ctx.is_paused() || ctx.is_ended() || escalated.is_some_and(|e| e.load(Ordering::SeqCst)) {
                     return Ok(Some(i));
                 }
@@ -1185,7 +1185,7 @@ mod nodes {
             for item in items {
                 write_state(ctx, Map::from_iter([(n.item_key.clone(), item), (n.result_key.clone(), Value::Null)]))
                     .await?;
-                ctx.run(&self.body[0]).await?;
+                ctx.run_sub_agent(&self.body[0]).await?;
                 if ctx.is_ended() || ctx.is_paused() {
                     return Ok(());
                 }
@@ -1212,7 +1212,7 @@ mod nodes {
         }
 
         async fn run_impl(&self, ctx: &InvocationContext) -> Result<()> {
-            match tokio::time::timeout(self.duration, ctx.run(&self.body[0])).await {
+            match tokio::time::timeout(self.duration, ctx.run_sub_agent(&self.body[0])).await {
                 Ok(result) => result,
                 Err(_) => {
                     // The body's future is dropped: what it stored stays, nothing half-written.

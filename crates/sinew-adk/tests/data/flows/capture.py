@@ -828,6 +828,20 @@ async def s_resumable_transfer_in_workflow():
                       'resumes helper through router, then after runs')
 
 
+async def s_transfer_to_workflow():
+  reset({'root': [fc('transfer_to_agent', {'agent_name': 'seq'})], 'a': [text('a done')],
+         'b': [text('b done')]})
+  seq = SequentialAgent(name='seq', description='Does a then b.', sub_agents=[
+      LlmAgent(name='a', model=MODEL, instruction='a'), LlmAgent(name='b', model=MODEL, instruction='b')])
+  root = LlmAgent(name='root', model=MODEL, instruction='route', sub_agents=[seq])
+  runner, s = await new_runner(root)
+  events = []
+  await run_turn(runner, s.id, user('go'), events)
+  save('transfer_to_workflow', events,
+       'LLM root transfers to SequentialAgent(a, b): the workflow runs at root@1/seq@1 and its '
+       'children write under the same path')
+
+
 async def main():
   only = sys.argv[1:]
   for name, fn in list(globals().items()):
