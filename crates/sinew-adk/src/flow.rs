@@ -106,6 +106,11 @@ impl LlmAgent {
             Ok(request) => request,
             Err(error) => return Err(self.fail(ctx, error).await),
         };
+        // Resumable: a step whose branch still waits on a long-running call's answer does not call
+        // the model (ADK's `decide_step_resume`).
+        if ctx.waits_for_answers().await {
+            return Ok(Step { last: None, transferred: false });
+        }
 
         let mut answer = None;
         for plugin in &ctx.invocation.plugins {

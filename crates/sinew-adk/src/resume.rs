@@ -159,6 +159,35 @@ impl InvocationContext {
     }
 }
 
+impl InvocationContext {
+    /// Whether a resumed step must not call the model yet: a call that paused the invocation
+    /// earlier in this branch still waits for an answer (ADK's `decide_step_resume` pausing on
+    /// `_pause_left_calls_unanswered`).
+    pub(crate) async fn waits_for_answers(&self) -> bool {
+        if !self.is_resumable() {
+            return false;
+        }
+        let session = self.invocation.session.lock().await;
+        let events: Vec<&Event> = session
+            .events
+            .iter()
+            .filter(|e| e.invocation_id == self.invocation_id() && e.branch.as_deref() == self.branch())
+            .collect();
+        let Some((last, earlier)) = events.split_last() else { return false };
+        if earlier.is_empty() || crate::context::pauses(last) {
+            return false;
+        }
+        let mut awaited: Vec<&str> = Vec::new();
+        for event in earlier.iter().filter(|e| crate::context::pauses(e)) {
+            awaited.extend(event.function_calls().filter_map(|c| c.id.as_deref()).filter(|id| !id.is_empty()));
+            awaited.extend(event.long_running_tool_ids.iter().flatten().map(String::as_str));
+        }
+        let answered: std::collections::HashSet<&str> =
+            events.iter().flat_map(|e| e.function_responses()).filter_map(|r| r.id.as_deref()).collect();
+        !awaited.is_empty() && !awaited.iter().all(|id| answered.contains(id))
+    }
+}
+
 impl crate::LlmAgent {
     /// The sub-agent a resumed agent hands on to (ADK's `_get_subagent_to_resume`): the target of
     /// the agent's last transfer, when the invocation's latest event on this branch is that

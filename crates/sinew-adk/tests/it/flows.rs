@@ -1034,10 +1034,13 @@ async fn a_token_threshold_summarizes_before_a_model_call_and_after_a_turn_with_
     check_session_events(&h.session_events().await, &scenario["session_events"]);
 }
 
-/// The client's answer to the latest `ask_approval` call.
-fn approval_answer(events: &[Event]) -> Content {
-    let id =
-        events.iter().flat_map(Event::function_calls).filter(|c| c.name() == "ask_approval").last().unwrap().id.clone();
+/// The client's answer to the latest `ask_approval` call not in `answered` (the latest call when
+/// all are), as capture.py answers.
+fn approval_answer(events: &[Event], answered: &[String]) -> Content {
+    let calls: Vec<&FunctionCall> =
+        events.iter().flat_map(Event::function_calls).filter(|c| c.name() == "ask_approval").collect();
+    let open = calls.iter().rev().find(|c| !c.id.as_ref().is_some_and(|id| answered.contains(id)));
+    let id = open.or(calls.last()).unwrap().id.clone();
     let response = json!({"status": "approved"}).as_object().cloned().unwrap();
     Content::new("user", vec![Part::function_response(FunctionResponse::new(id, "ask_approval", response))])
 }
@@ -1064,8 +1067,10 @@ async fn run_resumable(root: Arc<dyn Agent>, answers: usize) -> Harness {
     let app = App::new("app", root).unwrap().resumable();
     let mut h = Harness::of_app(&app).await;
     h.turn(user("approve 7"), RunConfig::default()).await;
+    let mut answered = Vec::new();
     for _ in 0..answers {
-        let answer = approval_answer(&h.events);
+        let answer = approval_answer(&h.events, &answered);
+        answered.extend(answer.function_responses().filter_map(|r| r.id.clone()));
         h.turn(answer, RunConfig::default()).await;
     }
     h
@@ -1230,6 +1235,49 @@ async fn a_workflow_reached_by_transfer_runs_its_children_at_its_own_path() {
             .with_description("Does a then b.");
     let root = LlmAgent::builder("root").model(llm.clone()).instruction("route").sub_agent(Arc::new(seq));
     let mut h = Harness::new(Arc::new(root.build().unwrap()), json!({})).await;
+    h.turn(user("go"), RunConfig::default()).await;
+    check_requests(&llm, &scenario);
+    check_events(&h.events, &scenario["events"]);
+}
+
+fn two_approvals() -> LlmResponse {
+    let ask = |amount: i64| {
+        let args = json!({"amount": amount}).as_object().cloned().unwrap();
+        Part::function_call(FunctionCall::new(None, "ask_approval", args))
+    };
+    LlmResponse::new(Content::new("model", vec![ask(1), ask(2)]))
+}
+
+#[tokio::test]
+async fn resumable_a_step_waits_while_a_long_running_call_is_unanswered() {
+    let scenario = recorded("resumable_two_calls");
+    let llm = FakeLlm::new(vec![
+        scripted("step1", vec![two_approvals(), text("step1 after one"), text("step1 after both")]),
+        scripted("step2", vec![text("step2 done"), text("step2 again")]),
+    ]);
+    let step1 = LlmAgent::builder("step1").model(llm.clone()).instruction("one").tool(ask_approval(&scenario));
+    let step2 = LlmAgent::builder("step2").model(llm.clone()).instruction("two");
+    check_resumable_answering(sequence_of("pipeline", vec![step1, step2]), &llm, &scenario, 2).await;
+}
+
+#[tokio::test]
+async fn resumable_empty_workflows_write_nothing_and_an_escalating_loop_says_it_finished() {
+    let scenario = recorded("resumable_escalation_and_empty");
+    let llm = FakeLlm::new(vec![
+        scripted("w", vec![call("exit_loop", json!({}))]),
+        scripted("after", vec![text("after done")]),
+    ]);
+    let w = LlmAgent::builder("w").model(llm.clone()).instruction("w").tool(Arc::new(exit_loop())).build().unwrap();
+    let looped = LoopAgent::new("loop", vec![Arc::new(w) as Arc<dyn Agent>]).with_max_iterations(3);
+    let after = LlmAgent::builder("after").model(llm.clone()).instruction("a").build().unwrap();
+    let steps: Vec<Arc<dyn Agent>> = vec![
+        Arc::new(SequentialAgent::new("empty_seq", Vec::new())),
+        Arc::new(ParallelAgent::new("empty_par", Vec::new())),
+        Arc::new(looped),
+        Arc::new(after),
+    ];
+    let app = App::new("app", Arc::new(SequentialAgent::new("pipeline", steps))).unwrap().resumable();
+    let mut h = Harness::of_app(&app).await;
     h.turn(user("go"), RunConfig::default()).await;
     check_requests(&llm, &scenario);
     check_events(&h.events, &scenario["events"]);

@@ -717,10 +717,13 @@ async def s_compaction_token_threshold():
        {'session_events': session_events})
 
 
-def approval_answer(events, approved=True):
-  """The client's answer to the latest `ask_approval` call among `events`."""
-  call = [p['function_call'] for e in events for p in (e.get('content') or {}).get('parts', [])
-          if p.get('function_call', {}).get('name') == 'ask_approval'][-1]
+def approval_answer(events, approved=True, answered=()):
+  """The client's answer to the latest `ask_approval` call among `events` not in `answered`
+  (the latest call when all are)."""
+  calls = [p['function_call'] for e in events for p in (e.get('content') or {}).get('parts', [])
+           if p.get('function_call', {}).get('name') == 'ask_approval']
+  open_calls = [c for c in calls if c['id'] not in answered]
+  call = (open_calls or calls)[-1]
   return types.Content(role='user', parts=[types.Part(function_response=types.FunctionResponse(
       id=call['id'], name='ask_approval', response={'status': 'approved' if approved else 'rejected'}))])
 
@@ -739,8 +742,11 @@ async def run_resumable(name, root, notes, turns=1):
   s = await runner.session_service.create_session(app_name='app', user_id='u')
   events = []
   await run_turn(runner, s.id, user('approve 7'), events)
+  answered = set()
   for _ in range(turns):
-    await run_turn(runner, s.id, approval_answer(events), events)
+    answer = approval_answer(events, answered=answered)
+    answered.add(answer.parts[0].function_response.id)
+    await run_turn(runner, s.id, answer, events)
   sess = await runner.session_service.get_session(app_name='app', user_id='u', session_id=s.id)
   save(name, events, notes, {'session_events': [dump_event(e) for e in sess.events]})
 
@@ -840,6 +846,35 @@ async def s_transfer_to_workflow():
   save('transfer_to_workflow', events,
        'LLM root transfers to SequentialAgent(a, b): the workflow runs at root@1/seq@1 and its '
        'children write under the same path')
+
+
+async def s_resumable_escalation_and_empty():
+  reset({'w': [fc('exit_loop', {})], 'after': [text('after done')]})
+  loop = LoopAgent(name='loop', sub_agents=[LlmAgent(name='w', model=MODEL, instruction='w', tools=[exit_loop])],
+                   max_iterations=3)
+  root = SequentialAgent(name='pipeline', sub_agents=[
+      SequentialAgent(name='empty_seq'), ParallelAgent(name='empty_par'), loop,
+      LlmAgent(name='after', model=MODEL, instruction='a')])
+  from google.adk.apps.app import App, ResumabilityConfig
+  app = App(name='app', root_agent=root, resumability_config=ResumabilityConfig(is_resumable=True))
+  runner = InMemoryRunner(app=app)
+  s = await runner.session_service.create_session(app_name='app', user_id='u')
+  events = []
+  await run_turn(runner, s.id, user('go'), events)
+  save('resumable_escalation_and_empty', events,
+       'resumable app; Sequential(empty Sequential, empty Parallel, Loop(w[exit_loop], max 3), after): '
+       'empty workflows write nothing, the loop ends on escalation and says so')
+
+
+async def s_resumable_two_calls():
+  reset({'step1': [fcs(('ask_approval', {'amount': 1}), ('ask_approval', {'amount': 2})),
+                   text('step1 after one'), text('step1 after both')],
+         'step2': [text('step2 done'), text('step2 again')]})
+  step1 = LlmAgent(name='step1', model=MODEL, instruction='one', tools=[LongRunningFunctionTool(ask_approval)])
+  step2 = LlmAgent(name='step2', model=MODEL, instruction='two')
+  await run_resumable('resumable_two_calls', SequentialAgent(name='pipeline', sub_agents=[step1, step2]),
+                      'resumable app; step1 makes two long-running calls; the client answers them one '
+                      'at a time', turns=2)
 
 
 async def main():
