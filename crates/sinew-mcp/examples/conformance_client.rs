@@ -15,7 +15,10 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use sinew_mcp::{McpClient, McpError, ProtocolEra, Root, RpcError, schema_defaults};
+use sinew_mcp::{
+    ClientCredentials, FollowRedirect, McpClient, McpError, OAuth, OAuthConfig, ProtocolEra, Root, RpcError,
+    schema_defaults,
+};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -50,6 +53,9 @@ async fn run(url: &str, scenario: &str, version: Option<&str>) -> Result<(), Mcp
         Some(version) => builder.era(ProtocolEra::Handshake).handshake_version(version),
         None => builder.era(ProtocolEra::Handshake),
     };
+    if scenario.starts_with("auth/") {
+        builder = builder.headers(oauth(url));
+    }
     let client = builder.connect_http(url).await?;
     let server = client.server();
     eprintln!("connected: {} stateless={}", server.protocol_version, server.stateless);
@@ -106,6 +112,9 @@ async fn run(url: &str, scenario: &str, version: Option<&str>) -> Result<(), Mcp
                 call(&tool.name, arguments_for(&tool.input_schema)).await?;
             }
         }
+        // Every authorization scenario's server has one tool; calling it makes the scope
+        // step-up and authorization server migration scenarios ask for more.
+        auth if auth.starts_with("auth/") => call("test-tool", json!({})).await?,
         "json-schema-2020-12-preservation" => {
             let focal = tools.iter().find(|t| t.name == "json_schema_2020_12_tool");
             let schema = focal.map(|t| t.input_schema.clone()).unwrap_or(Value::Null);
@@ -115,6 +124,26 @@ async fn run(url: &str, scenario: &str, version: Option<&str>) -> Result<(), Mcp
     }
     client.close().await;
     Ok(())
+}
+
+/// MCP authorization as a headless client does it: the authorization server's redirect is
+/// followed, not shown to a person. The context of `auth/pre-registration` carries the client's
+/// credentials; where the server supports client ID metadata documents, the suite's URL is the
+/// client id.
+fn oauth(url: &str) -> OAuth {
+    let context: Value =
+        std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    let mut config = OAuthConfig::new("http://localhost:3000/callback")
+        .client_name("sinew-conformance-client")
+        .client_metadata_url("https://conformance-test.local/client-metadata.json");
+    if let Some(client_id) = context["client_id"].as_str() {
+        config = config.client(ClientCredentials {
+            client_id: client_id.to_owned(),
+            client_secret: context["client_secret"].as_str().map(str::to_owned),
+            token_endpoint_auth_method: None,
+        });
+    }
+    OAuth::new(url, config, FollowRedirect::default())
 }
 
 /// Arguments for every required parameter, by type.

@@ -285,7 +285,11 @@ impl McpClientBuilder {
         let transport = StreamableHttp::new(endpoint);
         match McpClient::start(self.clone(), label, Box::new(transport), rx).await {
             Err(McpError::Http { status, message })
-                if self.legacy_fallback && self.era != ProtocolEra::Stateless && (400..500).contains(&status) =>
+                if self.legacy_fallback
+                    && self.era != ProtocolEra::Stateless
+                    && (400..500).contains(&status)
+                    && status != 401
+                    && status != 403 =>
             {
                 tracing::debug!(status, message, "Streamable HTTP refused: trying the legacy HTTP+SSE transport");
                 self.connect_legacy_sse(url).await

@@ -24,6 +24,11 @@ pub enum McpError {
     /// The server broke the protocol: a malformed or oversized message, a missing result.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// Authorizing with the server failed: discovery, registration, the user's approval or the
+    /// token endpoint, or a check that refused what a server sent (a foreign resource, a wrong
+    /// issuer).
+    #[error("authorization failed: {0}")]
+    Authorization(String),
     /// The server answered with a JSON-RPC error.
     #[error("JSON-RPC error {code}: {message}")]
     JsonRpc {

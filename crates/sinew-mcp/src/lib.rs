@@ -13,6 +13,9 @@
 //!   the builder's handlers, or with "method not found". `tools/list_changed` reloads the tools.
 //! - **Tools**: [`McpToolAdapter`] makes each MCP tool an [`sinew_core::AgentTool`]
 //!   ([`McpClient::agent_tools`]), optionally prefixed `{prefix}__{name}`.
+//! - **Authorization**: [`OAuth`] answers a server's 401 with MCP's OAuth 2.1 flow (resource
+//!   and authorization server metadata discovery, client registration or metadata documents,
+//!   PKCE, refresh, scope step-up), keeping tokens in a [`TokenStore`].
 //! - **Hostile servers**: garbage lines are skipped with a warning, oversized messages close the
 //!   connection with a clear error, a server that exits fails its pending requests with its exit
 //!   status and last stderr lines, a hung one times out. A closed client can be connected again.
@@ -29,6 +32,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod client;
 mod error;
 mod jsonrpc;
@@ -36,6 +40,11 @@ mod protocol;
 mod tool;
 mod transport;
 
+pub use auth::{
+    AuthorizationHandler, AuthorizationServerMetadata, ClientCredentials, FileTokenStore, FollowRedirect,
+    LoopbackRedirect, MemoryTokenStore, OAuth, OAuthConfig, ProtectedResourceMetadata, StoredAuthorization, TokenStore,
+    Tokens,
+};
 pub use client::{
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_TIME, DEFAULT_REQUEST_TIMEOUT, McpClient, McpClientBuilder,
     Progress, ProgressCallback, RequestOptions, ServerRequestHandler,
@@ -48,5 +57,5 @@ pub use protocol::{
     schema_defaults,
 };
 pub use tool::{McpToolAdapter, to_tool_result};
-pub use transport::http::HeaderProvider;
+pub use transport::http::{HeaderProvider, Refusal};
 pub use transport::stdio::{DEFAULT_INHERITED_ENV, StdioCommand};

@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 use sinew_mcp::{McpClient, McpError, ProtocolEra};
 use sinew_testing::{MockServer, ReceivedRequest, ServedResponse};
 
+#[path = "http/oauth.rs"]
+mod oauth;
+
 /// A handshake-era server: `initialize` gives a session, the GET stream is refused, and
 /// `tools/call` is answered by `call`.
 fn server(

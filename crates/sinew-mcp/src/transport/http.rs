@@ -33,11 +33,37 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// The most of an error body kept for a message.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-/// Adds headers to every HTTP request: the seam for authentication (OAuth is not built in).
+/// How often one request is sent again after the server refused its credentials (401, or 403
+/// asking for more scope): a provider that keeps asking for a retry cannot loop.
+const MAX_AUTH_RETRIES: usize = 2;
+
+/// Adds headers to every HTTP request: the seam for authentication ([`crate::OAuth`] is one;
+/// fixed headers are another).
 #[async_trait]
 pub trait HeaderProvider: Send + Sync {
     /// Headers for the next request, e.g. `Authorization: Bearer …` from a token you refresh.
     async fn headers(&self) -> Result<Vec<(String, String)>, McpError>;
+
+    /// The server refused a request (401, or 403). Return `true` when the request is worth
+    /// sending again with fresh [`headers`](Self::headers) (the provider got a new token),
+    /// `false` to let the refusal stand. The default lets it stand.
+    async fn challenged(&self, refusal: &Refusal) -> Result<bool, McpError> {
+        let _ = refusal;
+        Ok(false)
+    }
+}
+
+/// A request the server refused for its credentials.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// 401 (no or bad credentials) or 403 (not enough of them, e.g. `insufficient_scope`).
+    pub status: u16,
+    /// The response's `WWW-Authenticate` header values.
+    pub www_authenticate: Vec<String>,
+    /// The `Authorization` header the refused request carried: a provider that has already
+    /// replaced that credential (another request was refused first) can answer at once.
+    pub authorization: Option<String>,
 }
 
 /// Fixed headers.
@@ -101,7 +127,47 @@ impl Shared {
         request
     }
 
+    /// Sends `request`; when the server refuses its credentials and the header provider gets new
+    /// ones, sends it again with them (at most [`MAX_AUTH_RETRIES`] times).
     async fn send(&self, request: &HttpRequest) -> Result<HttpResponse, McpError> {
+        let mut response = self.send_once(request).await?;
+        let Some(provider) = &self.headers else { return Ok(response) };
+        let mut retry: Option<HttpRequest> = None;
+        for _ in 0..MAX_AUTH_RETRIES {
+            let status = response.status.as_u16();
+            if status != 401 && status != 403 {
+                break;
+            }
+            let sent = retry.as_ref().unwrap_or(request);
+            let refusal = Refusal {
+                status,
+                www_authenticate: response
+                    .headers
+                    .get_all(http::header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .map(str::to_owned)
+                    .collect(),
+                authorization: sent
+                    .headers
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+                    .map(|(_, value)| value.clone()),
+            };
+            if !provider.challenged(&refusal).await? {
+                break;
+            }
+            let fresh = provider.headers().await?;
+            let mut next = request.clone();
+            next.headers.retain(|(name, _)| !fresh.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
+            next.headers.extend(fresh);
+            response = self.send_once(&next).await?;
+            retry = Some(next);
+        }
+        Ok(response)
+    }
+
+    async fn send_once(&self, request: &HttpRequest) -> Result<HttpResponse, McpError> {
         tokio::select! {
             response = self.client.send_once(request) => response.map_err(|e| {
                 McpError::Transport(format!("{} {}: {e}", request.method, redact_url(&request.url)))

@@ -1,0 +1,200 @@
+use serde_json::json;
+
+use super::*;
+
+fn server(issuer: &str, iss_supported: Option<bool>) -> AuthorizationServerMetadata {
+    serde_json::from_value(json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/authorize"),
+        "token_endpoint": format!("{issuer}/token"),
+        "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": iss_supported,
+        "scopes_supported": ["mcp", "offline_access"],
+    }))
+    .unwrap()
+}
+
+#[test]
+fn bearer_challenges_are_read_among_other_schemes() {
+    let check = |headers: &[&str], metadata: Option<&str>, scope: Option<&str>, error: Option<&str>| {
+        let headers: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
+        let challenge = Challenge::parse(&headers);
+        assert_eq!(challenge.resource_metadata.as_deref(), metadata, "{headers:?}");
+        assert_eq!(challenge.scope.as_deref(), scope, "{headers:?}");
+        assert_eq!(challenge.error.as_deref(), error, "{headers:?}");
+    };
+    check(
+        &[r#"Bearer resource_metadata="http://x/.well-known/oauth-protected-resource/mcp", scope="a b""#],
+        Some("http://x/.well-known/oauth-protected-resource/mcp"),
+        Some("a b"),
+        None,
+    );
+    check(
+        &[r#"Basic realm="r", Bearer error="insufficient_scope", scope="files:write""#],
+        None,
+        Some("files:write"),
+        Some("insufficient_scope"),
+    );
+    check(&[r#"bearer error=invalid_token,scope=x"#], None, Some("x"), Some("invalid_token"));
+    check(&[r#"Bearer scope="a \"quoted\" b""#], None, Some(r#"a "quoted" b"#), None);
+    check(&[r#"Basic realm="bearer""#, "Bearer"], None, None, None);
+    check(&[r#"NotBearer scope="x""#], None, None, None);
+    check(&[r#"Bearer scope="unterminated"#], None, Some("unterminated"), None);
+    check(&[], None, None, None);
+}
+
+#[test]
+fn issuer_metadata_urls_follow_the_specified_order() {
+    assert_eq!(
+        discovery::metadata_urls("https://as.example/tenant1/"),
+        [
+            "https://as.example/.well-known/oauth-authorization-server/tenant1",
+            "https://as.example/.well-known/openid-configuration/tenant1",
+            "https://as.example/tenant1/.well-known/openid-configuration",
+        ]
+    );
+    assert_eq!(
+        discovery::metadata_urls("http://localhost:3000"),
+        [
+            "http://localhost:3000/.well-known/oauth-authorization-server",
+            "http://localhost:3000/.well-known/openid-configuration"
+        ]
+    );
+}
+
+#[test]
+fn a_resource_names_the_server_or_a_parent_of_it() {
+    let check = |resource: &str, server: &str, same: bool| {
+        assert_eq!(discovery::is_same_resource(resource, server), same, "{resource} for {server}");
+    };
+    check("http://localhost:1/mcp", "http://localhost:1/mcp", true);
+    check("http://localhost:1", "http://localhost:1/mcp", true);
+    check("http://localhost:1/", "http://localhost:1/mcp", true);
+    check("HTTP://LOCALHOST:1/mcp", "http://localhost:1/mcp/", true);
+    check("http://localhost:1/mc", "http://localhost:1/mcp", false);
+    check("http://localhost:1/other", "http://localhost:1/mcp", false);
+    check("http://localhost:2/mcp", "http://localhost:1/mcp", false);
+    check("https://evil.example/mcp", "http://localhost:1/mcp", false);
+    check("not a url", "http://localhost:1/mcp", false);
+}
+
+#[test]
+fn the_callback_is_checked_for_state_and_issuer() {
+    let check = |callback: &str, iss_supported: Option<bool>, expected: Result<&str, &str>| {
+        let result = read_callback(callback, "s1", &server("http://as", iss_supported));
+        match (result, expected) {
+            (Ok(code), Ok(want)) => assert_eq!(code, want),
+            (Err(McpError::Authorization(message)), Err(want)) => assert!(message.contains(want), "{message}"),
+            (other, want) => panic!("{callback}: {other:?}, wanted {want:?}"),
+        }
+    };
+    check("http://127.0.0.1/cb?code=c%2B1&state=s1&iss=http%3A%2F%2Fas", Some(true), Ok("c+1"));
+    check("http://127.0.0.1/cb?code=c&state=s1", None, Ok("c"));
+    check("http://127.0.0.1/cb?code=c&state=s1&iss=http%3A%2F%2Fas", None, Ok("c"));
+    check("http://127.0.0.1/cb?code=c&state=s1", Some(true), Err("promised an `iss`"));
+    check("http://127.0.0.1/cb?code=c&state=s1&iss=https%3A%2F%2Fevil", Some(true), Err("mix-up"));
+    check("http://127.0.0.1/cb?code=c&state=s1&iss=https%3A%2F%2Fevil", None, Err("mix-up"));
+    check("http://127.0.0.1/cb?code=c&state=s1&iss=http%3A%2F%2Fas%2F", Some(true), Err("mix-up"));
+    check("http://127.0.0.1/cb?code=c&state=other&iss=http%3A%2F%2Fas", Some(true), Err("state"));
+    check("http://127.0.0.1/cb?state=s1&iss=http%3A%2F%2Fas", Some(true), Err("no code"));
+    check("http://127.0.0.1/cb?error=access_denied&error_description=no&state=s1", Some(true), Err("access_denied no"));
+}
+
+#[test]
+fn pkce_challenges_are_the_s256_of_their_verifiers() {
+    let pkce = Pkce::new();
+    assert!(pkce.verifier.len() >= 43, "RFC 7636 wants 43 to 128 characters");
+    let digest = ring::digest::digest(&ring::digest::SHA256, pkce.verifier.as_bytes());
+    assert_eq!(pkce.challenge, URL_SAFE_NO_PAD.encode(digest.as_ref()));
+    assert_ne!(Pkce::new().verifier, pkce.verifier);
+}
+
+#[test]
+fn scopes_add_offline_access_where_offered_and_unite_on_step_up() {
+    assert_eq!(with_offline_access("mcp", &server("http://as", None)), "mcp offline_access");
+    assert_eq!(with_offline_access("mcp offline_access", &server("http://as", None)), "mcp offline_access");
+    let mut plain = server("http://as", None);
+    plain.scopes_supported = None;
+    assert_eq!(with_offline_access("mcp", &plain), "mcp");
+    assert_eq!(union_scopes(Some("a b"), Some("b c")).as_deref(), Some("a b c"));
+    assert_eq!(union_scopes(None, None), None);
+}
+
+#[test]
+fn the_token_endpoint_auth_method_follows_the_registration_then_the_server() {
+    let client = |secret: Option<&str>, method: Option<&str>| ClientCredentials {
+        client_id: "id".into(),
+        client_secret: secret.map(str::to_owned),
+        token_endpoint_auth_method: method.map(str::to_owned),
+    };
+    let mut metadata = server("http://as", None);
+    assert_eq!(auth_method(&client(None, None), &metadata), AuthMethod::None);
+    assert_eq!(auth_method(&client(Some("s"), None), &metadata), AuthMethod::Basic);
+    assert_eq!(auth_method(&client(Some("s"), Some("client_secret_post")), &metadata), AuthMethod::Post);
+    metadata.token_endpoint_auth_methods_supported = Some(vec!["client_secret_post".into()]);
+    assert_eq!(auth_method(&client(Some("s"), None), &metadata), AuthMethod::Post);
+    assert_eq!(auth_method(&client(Some("s"), Some("none")), &metadata), AuthMethod::None);
+}
+
+#[test]
+fn token_answers_are_read_and_secrets_stay_out_of_debug() {
+    let tokens = Tokens::from_response(
+        &json!({"access_token": "secret-a", "token_type": "bearer", "expires_in": 100, "refresh_token": "secret-r", "scope": "mcp"}),
+        1000,
+    )
+    .unwrap();
+    assert_eq!(tokens.expires_at, Some(1100));
+    assert!(tokens.expires_within(Duration::from_secs(60), 1050));
+    assert!(!tokens.expires_within(Duration::from_secs(60), 1000));
+    let shown = format!("{tokens:?}");
+    assert!(!shown.contains("secret"), "{shown}");
+    let huge = Tokens::from_response(&json!({"access_token": "a", "expires_in": u64::MAX}), u64::MAX - 1).unwrap();
+    assert_eq!(huge.expires_at, Some(u64::MAX));
+    let refused = |answer: Value| match Tokens::from_response(&answer, 0) {
+        Err(McpError::Authorization(message)) => message,
+        other => panic!("{answer}: {other:?}"),
+    };
+    assert!(refused(json!({"token_type": "Bearer"})).contains("without an access_token"));
+    assert!(refused(json!({"access_token": "a", "token_type": "DPoP"})).contains("only Bearer"));
+    let client = ClientCredentials {
+        client_id: "id".into(),
+        client_secret: Some("secret-c".into()),
+        token_endpoint_auth_method: None,
+    };
+    assert!(!format!("{client:?}").contains("secret-c"));
+}
+
+#[test]
+fn forms_encode_and_decode_both_ways() {
+    let encoded = form_encode(&[("a b", "x&y=z/é".to_owned()), ("c", String::new())]);
+    assert_eq!(encoded, "a%20b=x%26y%3Dz%2F%C3%A9&c=");
+    assert_eq!(form_decode(&encoded), [("a b".to_owned(), "x&y=z/é".to_owned()), ("c".to_owned(), String::new())]);
+    assert_eq!(form_decode("a=1+2&&b"), [("a".to_owned(), "1 2".to_owned()), ("b".to_owned(), String::new())]);
+}
+
+#[tokio::test]
+async fn the_file_store_keeps_authorizations_private_and_survives_a_broken_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/tokens.json");
+    let store = FileTokenStore::new(&path);
+    assert_eq!(store.load("http://a/mcp").await, None);
+    let saved = StoredAuthorization {
+        client: ClientCredentials { client_id: "id".into(), client_secret: None, token_endpoint_auth_method: None },
+        issuer: "http://as".into(),
+        token_endpoint: "http://as/token".into(),
+        resource: "http://a/mcp".into(),
+        tokens: Tokens { access_token: "t".into(), refresh_token: Some("r".into()), expires_at: Some(5), scope: None },
+    };
+    store.save("http://a/mcp", &saved).await.unwrap();
+    store.save("http://b/mcp", &saved).await.unwrap();
+    assert_eq!(FileTokenStore::new(&path).load("http://a/mcp").await, Some(saved.clone()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    std::fs::write(&path, b"{ not json").unwrap();
+    assert_eq!(store.load("http://a/mcp").await, None);
+    store.save("http://a/mcp", &saved).await.unwrap();
+    assert_eq!(store.load("http://a/mcp").await, Some(saved));
+}
