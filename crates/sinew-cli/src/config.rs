@@ -87,6 +87,43 @@ pub(crate) struct McpServerConfig {
     /// Ask before each call of this server's tools.
     #[serde(default)]
     pub(crate) require_approval: bool,
+    /// MCP authorization for an HTTP server: `true`, or a table of settings.
+    pub(crate) oauth: Option<McpOAuth>,
+}
+
+/// `oauth = true` (or `false`), or `oauth = { ... }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum McpOAuth {
+    Enabled(bool),
+    Settings(McpOAuthSettings),
+}
+
+impl McpOAuth {
+    /// The settings, when authorization is on.
+    pub(crate) fn settings(&self) -> Option<McpOAuthSettings> {
+        match self {
+            McpOAuth::Enabled(true) => Some(McpOAuthSettings::default()),
+            McpOAuth::Enabled(false) => None,
+            McpOAuth::Settings(settings) => Some(settings.clone()),
+        }
+    }
+}
+
+/// `[mcp.servers.NAME.oauth]`: everything is optional; without a client the CLI registers itself.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct McpOAuthSettings {
+    /// A client registered with the server's authorization server ahead of time.
+    pub(crate) client_id: Option<String>,
+    /// The environment variable that holds that client's secret.
+    pub(crate) client_secret_env: Option<String>,
+    /// The scopes to ask for, space-separated (default: what the server suggests).
+    pub(crate) scopes: Option<String>,
+    /// The loopback port the browser comes back to (default 8976).
+    pub(crate) redirect_port: Option<u16>,
+    /// This client's ID metadata document, used as its id where the server supports them.
+    pub(crate) client_metadata_url: Option<String>,
 }
 
 impl Config {
@@ -152,6 +189,30 @@ mod tests {
         assert_eq!(config.providers["anthropic"].api_key_env.as_deref(), Some("MY_ANTHROPIC_KEY"));
         assert!(config.mcp.servers["fs"].require_approval);
         assert_eq!(config.mcp.servers["remote"].headers["Authorization"], "Bearer x");
+    }
+
+    #[test]
+    fn oauth_is_a_switch_or_a_table() {
+        let config = parse(
+            r#"
+            [mcp.servers.a]
+            url = "https://a.example/mcp"
+            oauth = true
+            [mcp.servers.b]
+            url = "https://b.example/mcp"
+            oauth = false
+            [mcp.servers.c]
+            url = "https://c.example/mcp"
+            oauth = { client_id = "cli", client_secret_env = "C_SECRET", scopes = "read write", redirect_port = 9000 }
+            "#,
+        )
+        .unwrap();
+        let servers = &config.mcp.servers;
+        assert_eq!(servers["a"].oauth.as_ref().and_then(McpOAuth::settings).map(|s| s.redirect_port), Some(None));
+        assert!(servers["b"].oauth.as_ref().and_then(McpOAuth::settings).is_none());
+        let c = servers["c"].oauth.as_ref().and_then(McpOAuth::settings).unwrap();
+        assert_eq!((c.client_id.as_deref(), c.redirect_port), (Some("cli"), Some(9000)));
+        assert!(parse("[mcp.servers.d]\nurl = \"https://d\"\noauth = { client = \"typo\" }").is_err());
     }
 
     #[test]
