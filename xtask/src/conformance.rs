@@ -4,8 +4,9 @@
 //! - 0.1.16: every client scenario, OAuth ones included, one by one.
 //! - 0.2.0-alpha.12: `--requirements 2026-07-28`, every scenario it requires.
 //!
-//! Scenarios sinew does not pass yet are listed in [`EXPECTED_FAILURES`]; one of them passing
-//! fails the run too (the list must shrink with the code), as the suite's own baselines do.
+//! Every scenario must pass, OAuth and its extensions included. Scenarios sinew does not pass
+//! yet would be listed in [`EXPECTED_FAILURES`] (empty today); one of them passing fails the run
+//! too (the list must shrink with the code), as the suite's own baselines do.
 //!
 //! The suite comes from the peers' directory (`SINEW_PEERS_DIR`, else `target/peers`, installed by
 //! `crates/sinew-testing/peers/setup-peers.sh`) and runs on the node 24 installed there.
@@ -63,26 +64,10 @@ impl Suite {
     }
 }
 
-/// The scenarios sinew's client does not pass yet, per suite version: the OAuth extensions
-/// (client credentials, enterprise-managed authorization, DPoP, workload identity), which are
-/// not part of the MCP specification's core authorization.
-const EXPECTED_FAILURES: &[(&str, &[&str])] = &[
-    (
-        "0.1.16",
-        &["auth/client-credentials-jwt", "auth/client-credentials-basic", "auth/cross-app-access-complete-flow"],
-    ),
-    (
-        "2026-07-28",
-        &[
-            "auth/client-credentials-jwt",
-            "auth/client-credentials-basic",
-            "auth/enterprise-managed-authorization",
-            "auth/dpop",
-            "auth/dpop-nonce",
-            "auth/wif-jwt-bearer",
-        ],
-    ),
-];
+/// The scenarios sinew's client does not pass yet, per suite version (`"0.1.16"`,
+/// `"2026-07-28"`): none today. A scenario a new suite adds that the client fails goes here
+/// with an issue, and comes off when it passes (a listed pass fails the run).
+const EXPECTED_FAILURES: &[(&str, &[&str])] = &[];
 
 fn expected_failures(version: &str) -> &'static [&'static str] {
     EXPECTED_FAILURES.iter().find(|(v, _)| *v == version).map_or(&[], |(_, names)| names)

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use sinew_mcp::{
-    ClientCredentials, FollowRedirect, McpClient, McpError, OAuth, OAuthConfig, ProtocolEra, Root, RpcError,
-    schema_defaults,
+    Assertion, ClientCredentials, FollowRedirect, Grant, IdentityAssertion, McpClient, McpError, OAuth, OAuthConfig,
+    ProtocolEra, Root, RpcError, SigningKey, schema_defaults,
 };
 
 #[tokio::main(flavor = "current_thread")]
@@ -54,7 +54,7 @@ async fn run(url: &str, scenario: &str, version: Option<&str>) -> Result<(), Mcp
         None => builder.era(ProtocolEra::Handshake),
     };
     if scenario.starts_with("auth/") {
-        builder = builder.headers(oauth(url));
+        builder = builder.headers(oauth(url, scenario)?);
     }
     let client = builder.connect_http(url).await?;
     let server = client.server();
@@ -127,23 +127,39 @@ async fn run(url: &str, scenario: &str, version: Option<&str>) -> Result<(), Mcp
 }
 
 /// MCP authorization as a headless client does it: the authorization server's redirect is
-/// followed, not shown to a person. The context of `auth/pre-registration` carries the client's
-/// credentials; where the server supports client ID metadata documents, the suite's URL is the
-/// client id.
-fn oauth(url: &str) -> OAuth {
+/// followed, not shown to a person. The scenario's context carries what a deployment would
+/// configure: a pre-registered client, a client's private key, an identity provider's ID token,
+/// a workload's JWT. Where the server supports client ID metadata documents, the suite's URL is
+/// the client id.
+fn oauth(url: &str, scenario: &str) -> Result<OAuth, McpError> {
     let context: Value =
         std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    let text = |key: &str| context[key].as_str().map(str::to_owned);
     let mut config = OAuthConfig::new("http://localhost:3000/callback")
         .client_name("sinew-conformance-client")
         .client_metadata_url("https://conformance-test.local/client-metadata.json");
-    if let Some(client_id) = context["client_id"].as_str() {
+    if let Some(client_id) = text("client_id") {
         config = config.client(ClientCredentials {
-            client_id: client_id.to_owned(),
-            client_secret: context["client_secret"].as_str().map(str::to_owned),
+            client_id,
+            client_secret: text("client_secret"),
             token_endpoint_auth_method: None,
         });
     }
-    OAuth::new(url, config, FollowRedirect::default())
+    if let Some(pem) = text("private_key_pem") {
+        config = config.client_assertion_key(SigningKey::from_pkcs8_pem(&pem)?);
+    }
+    if let (Some(endpoint), Some(id_token)) = (text("idp_token_endpoint"), text("idp_id_token")) {
+        let mut idp = IdentityAssertion::new(endpoint, Assertion::Value(id_token));
+        if let Some(client_id) = text("idp_client_id") {
+            idp = idp.client(ClientCredentials { client_id, client_secret: None, token_endpoint_auth_method: None });
+        }
+        config = config.grant(Grant::IdentityAssertion(idp));
+    } else if let Some(jwt) = text("valid_jwt") {
+        config = config.grant(Grant::JwtBearer(Assertion::Value(jwt)));
+    } else if scenario.starts_with("auth/client-credentials") {
+        config = config.grant(Grant::ClientCredentials);
+    }
+    Ok(OAuth::new(url, config, FollowRedirect::default()))
 }
 
 /// Arguments for every required parameter, by type.

@@ -15,7 +15,8 @@
 //!   ([`McpClient::agent_tools`]), optionally prefixed `{prefix}__{name}`.
 //! - **Authorization**: [`OAuth`] answers a server's 401 with MCP's OAuth 2.1 flow (resource
 //!   and authorization server metadata discovery, client registration or metadata documents,
-//!   PKCE, refresh, scope step-up), keeping tokens in a [`TokenStore`].
+//!   PKCE, refresh, scope step-up), keeping tokens in a [`TokenStore`]; and the grants without
+//!   a person (client credentials, JWT bearer, enterprise-managed identity assertions) and DPoP.
 //! - **Hostile servers**: garbage lines are skipped with a warning, oversized messages close the
 //!   connection with a clear error, a server that exits fails its pending requests with its exit
 //!   status and last stderr lines, a hung one times out. A closed client can be connected again.
@@ -41,9 +42,9 @@ mod tool;
 mod transport;
 
 pub use auth::{
-    AuthorizationHandler, AuthorizationServerMetadata, ClientCredentials, FileTokenStore, FollowRedirect,
-    LoopbackRedirect, MemoryTokenStore, OAuth, OAuthConfig, ProtectedResourceMetadata, StoredAuthorization, TokenStore,
-    Tokens,
+    Assertion, AuthorizationHandler, AuthorizationServerMetadata, ClientCredentials, FileTokenStore, FollowRedirect,
+    Grant, IdentityAssertion, LoopbackRedirect, MemoryTokenStore, OAuth, OAuthConfig, ProtectedResourceMetadata,
+    SigningKey, StoredAuthorization, TokenStore, Tokens,
 };
 pub use client::{
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_REQUEST_TIME, DEFAULT_REQUEST_TIMEOUT, McpClient, McpClientBuilder,

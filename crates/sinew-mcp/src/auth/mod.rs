@@ -24,13 +24,21 @@
 //!    refuses them, and a 403 `insufficient_scope` asks again with the scopes it names
 //!    (step-up), a bounded number of times.
 //!
-//! Secrets (tokens, client secrets, codes, verifiers) never reach logs or `Debug` output.
+//! 6. **Without a person** ([`OAuth::unattended`]): [`Grant::ClientCredentials`] (a secret or a
+//!    signed client assertion, RFC 7523), [`Grant::JwtBearer`] (a workload's JWT) and
+//!    [`Grant::IdentityAssertion`] (enterprise-managed: an RFC 8693 exchange at the identity
+//!    provider, then a JWT bearer grant). **DPoP** (RFC 9449) binds tokens to a key of the
+//!    client's, with server nonces.
+//!
+//! Secrets (tokens, client secrets, codes, verifiers, keys) never reach logs or `Debug` output.
 
 mod discovery;
+mod jwt;
 mod redirect;
 mod store;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -43,6 +51,7 @@ use sinew_http::{HttpClient, HttpRequest};
 use tokio::sync::Mutex;
 
 pub use discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata};
+pub use jwt::SigningKey;
 pub use redirect::{AuthorizationHandler, FollowRedirect, LoopbackRedirect};
 pub use store::{FileTokenStore, MemoryTokenStore, StoredAuthorization, TokenStore, Tokens};
 
@@ -97,6 +106,95 @@ pub struct OAuthConfig {
     pub client_metadata_url: Option<String>,
     /// The scopes to ask for, overriding what the server suggests.
     pub scopes: Option<String>,
+    /// How tokens are obtained (default: the user's approval, [`Grant::AuthorizationCode`]).
+    pub grant: Grant,
+    /// Signs a client assertion (`private_key_jwt`, RFC 7523) instead of sending a secret.
+    pub client_assertion_key: Option<SigningKey>,
+    /// Binds tokens to a key of this client's with DPoP (RFC 9449). Also turned on when the
+    /// server's challenge uses the `DPoP` scheme.
+    pub dpop: bool,
+}
+
+/// How an [`OAuth`] client obtains tokens.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub enum Grant {
+    /// A person approves in a browser: authorization code with PKCE.
+    #[default]
+    AuthorizationCode,
+    /// The client acts for itself (OAuth client credentials, MCP's SEP-1046): it needs
+    /// [`OAuthConfig::client`], with a secret or a [`OAuthConfig::client_assertion_key`].
+    ClientCredentials,
+    /// A workload presents a JWT its platform issued (RFC 7523 JWT bearer grant; workload
+    /// identity federation).
+    JwtBearer(Assertion),
+    /// Enterprise-managed authorization (SEP-990): the user's identity provider trades an ID
+    /// token for an identity assertion (RFC 8693), which the MCP server's authorization server
+    /// takes as a JWT bearer grant. The client authenticates with [`OAuthConfig::client`].
+    IdentityAssertion(IdentityAssertion),
+}
+
+/// A JWT the client presents: a value, or a file read at each use (platforms rotate them, as
+/// Kubernetes' projected service account tokens).
+#[derive(Clone)]
+pub enum Assertion {
+    /// The JWT itself.
+    Value(String),
+    /// A file holding the JWT.
+    File(PathBuf),
+}
+
+impl fmt::Debug for Assertion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Assertion::Value(_) => f.write_str("Assertion::Value(****)"),
+            Assertion::File(path) => f.debug_tuple("Assertion::File").field(path).finish(),
+        }
+    }
+}
+
+impl Assertion {
+    /// The JWT, trimmed; a file over 64 KiB is refused.
+    async fn read(&self) -> Result<String, McpError> {
+        match self {
+            Assertion::Value(value) => Ok(value.trim().to_owned()),
+            Assertion::File(path) => {
+                let bytes = tokio::fs::read(path).await.map_err(|e| {
+                    McpError::Authorization(format!("cannot read the assertion {}: {e}", path.display()))
+                })?;
+                if bytes.len() > 64 * 1024 {
+                    return Err(McpError::Authorization(format!("the assertion {} is over 64 KiB", path.display())));
+                }
+                Ok(String::from_utf8_lossy(&bytes).trim().to_owned())
+            }
+        }
+    }
+}
+
+/// The identity provider's side of [`Grant::IdentityAssertion`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct IdentityAssertion {
+    /// The identity provider's token endpoint.
+    pub token_endpoint: String,
+    /// The user's ID token from the identity provider.
+    pub id_token: Assertion,
+    /// This client at the identity provider.
+    pub client: Option<ClientCredentials>,
+}
+
+impl IdentityAssertion {
+    /// Trades `id_token` at `token_endpoint`.
+    pub fn new(token_endpoint: impl Into<String>, id_token: Assertion) -> Self {
+        IdentityAssertion { token_endpoint: token_endpoint.into(), id_token, client: None }
+    }
+
+    /// How the client authenticates at the identity provider.
+    #[must_use]
+    pub fn client(mut self, client: ClientCredentials) -> Self {
+        self.client = Some(client);
+        self
+    }
 }
 
 impl Default for OAuthConfig {
@@ -107,6 +205,9 @@ impl Default for OAuthConfig {
             client: None,
             client_metadata_url: None,
             scopes: None,
+            grant: Grant::AuthorizationCode,
+            client_assertion_key: None,
+            dpop: false,
         }
     }
 }
@@ -145,6 +246,27 @@ impl OAuthConfig {
         self.scopes = Some(scopes.into());
         self
     }
+
+    /// How tokens are obtained.
+    #[must_use]
+    pub fn grant(mut self, grant: Grant) -> Self {
+        self.grant = grant;
+        self
+    }
+
+    /// Authenticates the client with a signed assertion (`private_key_jwt`).
+    #[must_use]
+    pub fn client_assertion_key(mut self, key: SigningKey) -> Self {
+        self.client_assertion_key = Some(key);
+        self
+    }
+
+    /// Binds tokens to a key of this client's (DPoP).
+    #[must_use]
+    pub fn dpop(mut self, enabled: bool) -> Self {
+        self.dpop = enabled;
+        self
+    }
 }
 
 /// An OAuth 2.1 client for one MCP server: a [`HeaderProvider`] that authorizes when the server
@@ -170,6 +292,11 @@ struct FlowState {
     /// The scopes the last authorization asked for.
     requested: Option<String>,
     step_ups: u32,
+    /// The DPoP key, made when DPoP is first needed.
+    dpop: Option<SigningKey>,
+    /// The nonces the authorization server and the resource server asked proofs to carry.
+    as_nonce: Option<String>,
+    rs_nonce: Option<String>,
 }
 
 impl fmt::Debug for OAuth {
@@ -196,6 +323,12 @@ impl OAuth {
                 state: Mutex::default(),
             }),
         }
+    }
+
+    /// A client for a grant no person takes part in ([`Grant::ClientCredentials`],
+    /// [`Grant::JwtBearer`], [`Grant::IdentityAssertion`]); an authorization code flow fails.
+    pub fn unattended(server_url: impl Into<String>, config: OAuthConfig) -> Self {
+        OAuth::new(server_url, config, redirect::NoUser)
     }
 
     /// Keeps tokens and the client's registration in `store` (read before the first request).
@@ -251,7 +384,6 @@ impl OAuth {
         let inner = &self.inner;
         let discovered =
             discovery::discover(&inner.http, &inner.server_url, challenge.resource_metadata.as_deref()).await?;
-        let client = self.client_identity(state, &discovered).await?;
         let scope = inner
             .config
             .scopes
@@ -260,44 +392,131 @@ impl OAuth {
             .or_else(|| discovered.resource.as_ref().and_then(|r| r.scopes_supported.as_ref()).map(|s| s.join(" ")))
             .map(|scope| with_offline_access(&scope, &discovered.server));
         state.requested.clone_from(&scope);
-        let pkce = Pkce::new();
-        let request_state = random_token(16);
-        let resource = discovered.resource_indicator(&inner.server_url);
-        let mut query = vec![
-            ("response_type", "code".to_owned()),
-            ("client_id", client.client_id.clone()),
-            ("redirect_uri", inner.config.redirect_uri.clone()),
-            ("code_challenge", pkce.challenge.clone()),
-            ("code_challenge_method", "S256".to_owned()),
-            ("state", request_state.clone()),
-        ];
-        if let Some(scope) = &scope {
-            query.push(("scope", scope.clone()));
+        if (inner.config.dpop || challenge.dpop) && state.dpop.is_none() {
+            state.dpop = Some(SigningKey::generate_es256()?);
         }
-        query.push(("resource", resource.clone()));
-        let endpoint = &discovered.server.authorization_endpoint;
-        let separator = if endpoint.contains('?') { '&' } else { '?' };
-        let url = format!("{endpoint}{separator}{}", form_encode(&query));
-        let callback = inner.handler.authorize(&url).await?;
-        let code = read_callback(&callback, &request_state, &discovered.server)?;
-
-        let mut form = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("code", code),
-            ("redirect_uri", inner.config.redirect_uri.clone()),
-            ("code_verifier", pkce.verifier),
-            ("resource", resource.clone()),
-        ];
-        let tokens = self.token_request(&discovered.server, &client, &mut form).await?;
+        let resource = discovered.resource_indicator(&inner.server_url);
+        let server = &discovered.server;
+        let (client, tokens) = match &inner.config.grant {
+            Grant::AuthorizationCode => {
+                let client = self.client_identity(state, &discovered).await?;
+                let code = self.user_approval(&discovered, &client, scope.as_deref(), &resource).await?;
+                let mut form = vec![
+                    ("grant_type", "authorization_code".to_owned()),
+                    ("code", code.code),
+                    ("redirect_uri", inner.config.redirect_uri.clone()),
+                    ("code_verifier", code.verifier),
+                    ("resource", resource.clone()),
+                ];
+                let tokens = self.post_token(state, server, Some(&client), &mut form).await?;
+                (Some(client), tokens)
+            }
+            Grant::ClientCredentials => {
+                let Some(client) = inner.config.client.clone() else {
+                    return Err(McpError::Authorization(
+                        "the client credentials grant needs a client (OAuthConfig::client)".into(),
+                    ));
+                };
+                let mut form = vec![("grant_type", "client_credentials".to_owned()), ("resource", resource.clone())];
+                form.extend(scope.clone().map(|scope| ("scope", scope)));
+                let tokens = self.post_token(state, server, Some(&client), &mut form).await?;
+                (Some(client), tokens)
+            }
+            Grant::JwtBearer(assertion) => {
+                let client = inner.config.client.clone();
+                let mut form = vec![
+                    ("grant_type", JWT_BEARER.to_owned()),
+                    ("assertion", assertion.read().await?),
+                    ("resource", resource.clone()),
+                ];
+                form.extend(scope.clone().map(|scope| ("scope", scope)));
+                let tokens = self.post_token(state, server, client.as_ref(), &mut form).await?;
+                (client, tokens)
+            }
+            Grant::IdentityAssertion(idp) => {
+                let Some(client) = inner.config.client.clone() else {
+                    return Err(McpError::Authorization(
+                        "enterprise-managed authorization needs a client (OAuthConfig::client)".into(),
+                    ));
+                };
+                let id_jag = self.identity_assertion(idp, &server.issuer, &resource).await?;
+                let mut form = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", id_jag)];
+                form.extend(scope.clone().map(|scope| ("scope", scope)));
+                let tokens = self.post_token(state, server, Some(&client), &mut form).await?;
+                (Some(client), tokens)
+            }
+        };
         state.saved = Some(StoredAuthorization {
             client,
-            token_endpoint: discovered.server.token_endpoint.clone(),
-            issuer: discovered.server.issuer.clone(),
+            token_endpoint: server.token_endpoint.clone(),
+            issuer: server.issuer.clone(),
             resource,
             tokens,
         });
         self.save(state).await;
         Ok(())
+    }
+
+    /// Sends the user to the authorization endpoint and reads the code the server sends back.
+    async fn user_approval(
+        &self,
+        discovered: &discovery::Discovered,
+        client: &ClientCredentials,
+        scope: Option<&str>,
+        resource: &str,
+    ) -> Result<Approval, McpError> {
+        let pkce = Pkce::new();
+        let request_state = random_token(16);
+        let mut query = vec![
+            ("response_type", "code".to_owned()),
+            ("client_id", client.client_id.clone()),
+            ("redirect_uri", self.inner.config.redirect_uri.clone()),
+            ("code_challenge", pkce.challenge.clone()),
+            ("code_challenge_method", "S256".to_owned()),
+            ("state", request_state.clone()),
+        ];
+        query.extend(scope.map(|scope| ("scope", scope.to_owned())));
+        query.push(("resource", resource.to_owned()));
+        let endpoint = &discovered.server.authorization_endpoint;
+        let separator = if endpoint.contains('?') { '&' } else { '?' };
+        let url = format!("{endpoint}{separator}{}", form_encode(&query));
+        let callback = self.inner.handler.authorize(&url).await?;
+        let code = read_callback(&callback, &request_state, &discovered.server)?;
+        Ok(Approval { code, verifier: pkce.verifier })
+    }
+
+    /// The identity assertion (ID-JAG) the identity provider trades the user's ID token for
+    /// (RFC 8693), for the authorization server `audience` and the MCP server `resource`.
+    async fn identity_assertion(
+        &self,
+        idp: &IdentityAssertion,
+        audience: &str,
+        resource: &str,
+    ) -> Result<String, McpError> {
+        let mut form = vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
+            ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag".to_owned()),
+            ("audience", audience.to_owned()),
+            ("resource", resource.to_owned()),
+            ("subject_token", idp.id_token.read().await?),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_owned()),
+        ];
+        let mut headers = form_headers();
+        if let Some(client) = &idp.client {
+            client_authentication(auth_method_without_metadata(client), client, &mut headers, &mut form);
+        }
+        let request = HttpRequest {
+            method: http::Method::POST,
+            url: idp.token_endpoint.clone(),
+            headers,
+            body: form_encode(&form).into(),
+        };
+        let answer =
+            self.exchange(&request, "the identity provider's token exchange").await.map_err(|r| r.error)?.value;
+        match answer.get("access_token").and_then(Value::as_str) {
+            Some(assertion) if !assertion.is_empty() => Ok(assertion.to_owned()),
+            _ => Err(McpError::Authorization("the identity provider's token exchange returned no assertion".into())),
+        }
     }
 
     /// The client's identity: the configured one, the one registered before (same server),
@@ -313,8 +532,9 @@ impl OAuth {
         }
         if let Some(saved) = &state.saved
             && saved.issuer == discovered.server.issuer
+            && let Some(client) = &saved.client
         {
-            return Ok(saved.client.clone());
+            return Ok(client.clone());
         }
         if let Some(url) = &config.client_metadata_url
             && discovered.server.client_id_metadata_document_supported == Some(true)
@@ -348,7 +568,7 @@ impl OAuth {
             ],
             body: body.to_string().into(),
         };
-        let registered = self.exchange(&request, "client registration").await?;
+        let registered = self.exchange(&request, "client registration").await.map_err(|r| r.error)?.value;
         let client_id = registered.get("client_id").and_then(Value::as_str).filter(|id| !id.is_empty());
         let Some(client_id) = client_id else {
             return Err(McpError::Authorization("the client registration answered without a client_id".into()));
@@ -363,76 +583,99 @@ impl OAuth {
         })
     }
 
-    /// Posts `form` to the token endpoint with the client's authentication; the tokens.
-    async fn token_request(
-        &self,
-        server: &AuthorizationServerMetadata,
-        client: &ClientCredentials,
-        form: &mut Vec<(&'static str, String)>,
-    ) -> Result<Tokens, McpError> {
-        self.post_token(&server.token_endpoint, auth_method(client, server), client, form).await
-    }
-
+    /// Posts `form` to the server's token endpoint with the client's authentication.
     async fn post_token(
         &self,
-        token_endpoint: &str,
-        method: AuthMethod,
-        client: &ClientCredentials,
+        state: &mut FlowState,
+        server: &AuthorizationServerMetadata,
+        client: Option<&ClientCredentials>,
         form: &mut Vec<(&'static str, String)>,
     ) -> Result<Tokens, McpError> {
-        let mut headers = vec![
-            ("content-type".to_owned(), "application/x-www-form-urlencoded".to_owned()),
-            ("accept".to_owned(), "application/json".to_owned()),
-        ];
-        match method {
-            AuthMethod::Basic => {
-                // RFC 6749 §2.3.1: each part form-encoded, then Basic.
-                let secret = client.client_secret.as_deref().unwrap_or_default();
-                let pair = format!("{}:{}", form_component(&client.client_id), form_component(secret));
-                let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-                headers.push(("authorization".to_owned(), format!("Basic {encoded}")));
-            }
-            AuthMethod::Post => {
-                form.push(("client_id", client.client_id.clone()));
-                form.push(("client_secret", client.client_secret.clone().unwrap_or_default()));
-            }
-            AuthMethod::None => form.push(("client_id", client.client_id.clone())),
-        }
-        let request = HttpRequest {
-            method: http::Method::POST,
-            url: token_endpoint.to_owned(),
-            headers,
-            body: form_encode(form).into(),
+        let method = match (client, &self.inner.config.client_assertion_key) {
+            (Some(_), Some(_)) => AuthMethod::PrivateKeyJwt,
+            (Some(client), None) => auth_method(client, server),
+            (None, _) => AuthMethod::None,
         };
-        let answer = self.exchange(&request, "token request").await?;
-        Tokens::from_response(&answer, now())
+        self.post_to(state, &server.token_endpoint, &server.issuer, method, client, form).await
     }
 
-    /// Sends `request` and reads a JSON object back; an OAuth error answer is an error.
-    async fn exchange(&self, request: &HttpRequest, what: &str) -> Result<Value, McpError> {
-        let mut response = self
-            .inner
-            .http
-            .send_once(request)
-            .await
-            .map_err(|e| McpError::Authorization(format!("{what} failed: {e}")))?;
+    /// Posts `form` to `token_endpoint`; with DPoP, with a proof, sent again once with the
+    /// nonce the server asks for.
+    async fn post_to(
+        &self,
+        state: &mut FlowState,
+        token_endpoint: &str,
+        issuer: &str,
+        method: AuthMethod,
+        client: Option<&ClientCredentials>,
+        form: &mut Vec<(&'static str, String)>,
+    ) -> Result<Tokens, McpError> {
+        let mut headers = form_headers();
+        if let Some(client) = client {
+            if method == AuthMethod::PrivateKeyJwt
+                && let Some(key) = &self.inner.config.client_assertion_key
+            {
+                form.push((
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".to_owned(),
+                ));
+                form.push(("client_assertion", jwt::client_assertion(key, &client.client_id, issuer, now())?));
+            } else {
+                client_authentication(method, client, &mut headers, form);
+            }
+        }
+        let body: bytes::Bytes = form_encode(form).into();
+        for attempt in 0..2 {
+            let mut request = HttpRequest {
+                method: http::Method::POST,
+                url: token_endpoint.to_owned(),
+                headers: headers.clone(),
+                body: body.clone(),
+            };
+            if let Some(key) = &state.dpop {
+                let proof = jwt::dpop_proof(key, "POST", token_endpoint, state.as_nonce.as_deref(), None, now())?;
+                request.headers.push(("dpop".to_owned(), proof));
+            }
+            let answer = self.exchange(&request, "token request").await;
+            match answer {
+                Ok(answer) => return Tokens::from_response(&answer.value, now(), state.dpop.is_some()),
+                Err(Refused { nonce: Some(nonce), .. }) if attempt == 0 && state.dpop.is_some() => {
+                    state.as_nonce = Some(nonce);
+                }
+                Err(refused) => return Err(refused.error),
+            }
+        }
+        Err(McpError::Authorization("the token endpoint keeps asking for another DPoP nonce".into()))
+    }
+
+    /// Sends `request` and reads a JSON object back; an OAuth error answer is refused.
+    async fn exchange(&self, request: &HttpRequest, what: &str) -> Result<Answer, Refused> {
+        let refused = |message: String| Refused { error: McpError::Authorization(message), nonce: None };
+        let mut response =
+            self.inner.http.send_once(request).await.map_err(|e| refused(format!("{what} failed: {e}")))?;
         let body = response
             .bytes(RESPONSE_LIMIT)
             .await
-            .map_err(|e| McpError::Authorization(format!("{what}: reading the answer failed: {e}")))?;
+            .map_err(|e| refused(format!("{what}: reading the answer failed: {e}")))?;
         let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if !response.status.is_success() {
             let error = value.get("error").and_then(Value::as_str).unwrap_or("no error code");
             let description = value.get("error_description").and_then(Value::as_str).unwrap_or_default();
-            return Err(McpError::Authorization(format!(
-                "{what} refused with HTTP {}: {error} {description}",
-                response.status.as_u16()
-            )));
+            let nonce = (error == "use_dpop_nonce")
+                .then(|| response.headers.get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned))
+                .flatten();
+            return Err(Refused {
+                error: McpError::Authorization(format!(
+                    "{what} refused with HTTP {}: {error} {description}",
+                    response.status.as_u16()
+                )),
+                nonce,
+            });
         }
         if !value.is_object() {
-            return Err(McpError::Authorization(format!("{what} answered with something other than a JSON object")));
+            return Err(refused(format!("{what} answered with something other than a JSON object")));
         }
-        Ok(value)
+        Ok(Answer { value })
     }
 
     /// Trades the refresh token for new tokens; `false` when there is none or it was refused.
@@ -440,13 +683,18 @@ impl OAuth {
         let Some(saved) = &state.saved else { return false };
         let Some(refresh_token) = saved.tokens.refresh_token.clone() else { return false };
         let client = saved.client.clone();
-        let method = auth_method_without_metadata(&client);
+        let (token_endpoint, issuer) = (saved.token_endpoint.clone(), saved.issuer.clone());
+        let method = match (&client, &self.inner.config.client_assertion_key) {
+            (Some(_), Some(_)) => AuthMethod::PrivateKeyJwt,
+            (Some(client), None) => auth_method_without_metadata(client),
+            (None, _) => AuthMethod::None,
+        };
         let mut form = vec![
             ("grant_type", "refresh_token".to_owned()),
             ("refresh_token", refresh_token.clone()),
             ("resource", saved.resource.clone()),
         ];
-        match self.post_token(&saved.token_endpoint.clone(), method, &client, &mut form).await {
+        match self.post_to(state, &token_endpoint, &issuer, method, client.as_ref(), &mut form).await {
             Ok(mut tokens) => {
                 // A server that does not rotate refresh tokens sends none back: keep the old one.
                 tokens.refresh_token.get_or_insert(refresh_token);
@@ -465,29 +713,105 @@ impl OAuth {
             }
         }
     }
+
+    /// The `Authorization` value and, with DPoP, the proof for a request of `method` to `url`.
+    fn credentials(state: &FlowState, method: &http::Method, url: &str) -> Result<Vec<(String, String)>, McpError> {
+        let Some(saved) = &state.saved else { return Ok(Vec::new()) };
+        let token = &saved.tokens.access_token;
+        match (&state.dpop, saved.tokens.is_dpop()) {
+            (Some(key), true) => {
+                let proof = jwt::dpop_proof(key, method.as_str(), url, state.rs_nonce.as_deref(), Some(token), now())?;
+                Ok(vec![("authorization".to_owned(), format!("DPoP {token}")), ("dpop".to_owned(), proof)])
+            }
+            _ => Ok(vec![("authorization".to_owned(), format!("Bearer {token}"))]),
+        }
+    }
+}
+
+/// A successful JSON answer.
+struct Answer {
+    value: Value,
+}
+
+/// A refused exchange, with the DPoP nonce the server asked for, if it did.
+struct Refused {
+    error: McpError,
+    nonce: Option<String>,
+}
+
+/// The user's approval: the code and the PKCE verifier it was asked with.
+struct Approval {
+    code: String,
+    verifier: String,
+}
+
+/// The JWT bearer grant type (RFC 7523).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+fn form_headers() -> Vec<(String, String)> {
+    vec![
+        ("content-type".to_owned(), "application/x-www-form-urlencoded".to_owned()),
+        ("accept".to_owned(), "application/json".to_owned()),
+    ]
+}
+
+/// Adds the client's authentication by `method` to a token request.
+fn client_authentication(
+    method: AuthMethod,
+    client: &ClientCredentials,
+    headers: &mut Vec<(String, String)>,
+    form: &mut Vec<(&'static str, String)>,
+) {
+    match method {
+        AuthMethod::Basic => {
+            // RFC 6749 §2.3.1: each part form-encoded, then Basic.
+            let secret = client.client_secret.as_deref().unwrap_or_default();
+            let pair = format!("{}:{}", form_component(&client.client_id), form_component(secret));
+            let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+            headers.push(("authorization".to_owned(), format!("Basic {encoded}")));
+        }
+        AuthMethod::Post => {
+            form.push(("client_id", client.client_id.clone()));
+            form.push(("client_secret", client.client_secret.clone().unwrap_or_default()));
+        }
+        AuthMethod::None | AuthMethod::PrivateKeyJwt => form.push(("client_id", client.client_id.clone())),
+    }
 }
 
 #[async_trait]
 impl HeaderProvider for OAuth {
     async fn headers(&self) -> Result<Vec<(String, String)>, McpError> {
+        self.request_headers(&http::Method::POST, &self.inner.server_url).await
+    }
+
+    async fn request_headers(&self, method: &http::Method, url: &str) -> Result<Vec<(String, String)>, McpError> {
         let mut state = self.inner.state.lock().await;
         self.load(&mut state).await;
         let expiring = state.saved.as_ref().is_some_and(|s| s.tokens.expires_within(REFRESH_MARGIN, now()));
-        if expiring {
-            self.refresh(&mut state).await;
+        if expiring && !self.refresh(&mut state).await && !matches!(self.inner.config.grant, Grant::AuthorizationCode) {
+            // A grant without a person runs again; the old token is sent if that fails.
+            if let Err(error) = self.authorize_locked(&mut state, &Challenge::default()).await {
+                tracing::warn!(%error, "renewing the MCP server's token failed");
+            }
         }
-        Ok(match &state.saved {
-            Some(saved) => vec![("authorization".to_owned(), format!("Bearer {}", saved.tokens.access_token))],
-            None => Vec::new(),
-        })
+        Self::credentials(&state, method, url)
     }
 
     async fn challenged(&self, refusal: &Refusal) -> Result<bool, McpError> {
         let challenge = Challenge::parse(&refusal.www_authenticate);
         let mut state = self.inner.state.lock().await;
         self.load(&mut state).await;
-        let current = state.saved.as_ref().map(|s| format!("Bearer {}", s.tokens.access_token));
-        if refusal.status == 401 && current.is_some() && current != refusal.authorization {
+        if challenge.error.as_deref() == Some("use_dpop_nonce")
+            && let Some(nonce) = &refusal.dpop_nonce
+        {
+            // RFC 9449 §9: the same request again, its proof carrying the server's nonce.
+            let fresh = state.rs_nonce.as_ref() != Some(nonce);
+            state.rs_nonce = Some(nonce.clone());
+            return Ok(fresh);
+        }
+        let current = state.saved.as_ref().map(|s| s.tokens.access_token.clone());
+        let sent = refusal.authorization.as_deref().and_then(|a| a.split_once(' ')).map(|(_, token)| token);
+        if refusal.status == 401 && current.is_some() && current.as_deref() != sent {
             // Another request was refused first and got a new token: use it.
             return Ok(true);
         }
@@ -524,42 +848,48 @@ impl HeaderProvider for OAuth {
     }
 }
 
-/// A `Bearer` challenge's parameters (RFC 6750 §3, RFC 9728 §5.1).
+/// A `Bearer` or `DPoP` challenge's parameters (RFC 6750 §3, RFC 9728 §5.1, RFC 9449 §7.1).
 #[derive(Clone, Debug, Default)]
 struct Challenge {
     resource_metadata: Option<String>,
     scope: Option<String>,
     error: Option<String>,
+    /// The server asked with the `DPoP` scheme.
+    dpop: bool,
 }
 
 impl Challenge {
     fn parse(headers: &[String]) -> Self {
         let mut challenge = Challenge::default();
         for header in headers {
-            let Some(params) = bearer_params(header) else { continue };
-            for (name, value) in params {
-                let slot = match name.to_ascii_lowercase().as_str() {
-                    "resource_metadata" => &mut challenge.resource_metadata,
-                    "scope" => &mut challenge.scope,
-                    "error" => &mut challenge.error,
-                    _ => continue,
-                };
-                slot.get_or_insert(value);
+            for scheme in ["bearer", "dpop"] {
+                let Some(params) = scheme_params(header, scheme) else { continue };
+                challenge.dpop |= scheme == "dpop";
+                for (name, value) in params {
+                    let slot = match name.to_ascii_lowercase().as_str() {
+                        "resource_metadata" => &mut challenge.resource_metadata,
+                        "scope" => &mut challenge.scope,
+                        "error" => &mut challenge.error,
+                        _ => continue,
+                    };
+                    slot.get_or_insert(value);
+                }
             }
         }
         challenge
     }
 }
 
-/// The auth-params of the `Bearer` challenge in a `WWW-Authenticate` value, if it has one.
-fn bearer_params(header: &str) -> Option<Vec<(String, String)>> {
+/// The auth-params of the `scheme` challenge (lower case) in a `WWW-Authenticate` value, if it
+/// has one.
+fn scheme_params(header: &str, scheme: &str) -> Option<Vec<(String, String)>> {
     let lower = header.to_ascii_lowercase();
-    let start = lower.match_indices("bearer").map(|(i, _)| i).find(|&i| {
+    let start = lower.match_indices(scheme).map(|(i, _)| i).find(|&i| {
         let before = header[..i].trim_end();
-        let after = header[i + 6..].chars().next();
+        let after = header[i + scheme.len()..].chars().next();
         (before.is_empty() || before.ends_with(',')) && after.is_none_or(|c| c == ' ' || c == ',')
     })?;
-    let mut rest = &header[start + 6..];
+    let mut rest = &header[start + scheme.len()..];
     let mut params = Vec::new();
     loop {
         rest = rest.trim_start_matches([' ', ',', '\t']);
@@ -603,6 +933,8 @@ enum AuthMethod {
     Basic,
     Post,
     None,
+    /// A client assertion signed with [`OAuthConfig::client_assertion_key`].
+    PrivateKeyJwt,
 }
 
 fn auth_method(client: &ClientCredentials, server: &AuthorizationServerMetadata) -> AuthMethod {

@@ -186,6 +186,18 @@ impl AuthorizationHandler for FollowRedirect {
     }
 }
 
+/// The handler of a client no person stands behind.
+pub(super) struct NoUser;
+
+#[async_trait]
+impl AuthorizationHandler for NoUser {
+    async fn authorize(&self, _url: &str) -> Result<String, McpError> {
+        Err(McpError::Authorization(
+            "the server asks for a person's approval, and this client has none to ask: give OAuth an AuthorizationHandler".into(),
+        ))
+    }
+}
+
 /// `location` resolved against `base` (absolute, or absolute-path).
 fn resolve(base: &str, location: &str) -> String {
     if location.contains("://") {

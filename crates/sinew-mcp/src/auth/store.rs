@@ -30,6 +30,9 @@ pub struct Tokens {
     /// The scopes granted, space-separated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// `Bearer`, or `DPoP` for a token bound to the client's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
 }
 
 impl fmt::Debug for Tokens {
@@ -39,20 +42,24 @@ impl fmt::Debug for Tokens {
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| "****"))
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope)
+            .field("token_type", &self.token_type)
             .finish()
     }
 }
 
 impl Tokens {
-    /// Reads a token endpoint's answer (RFC 6749 §5.1) received at `now`.
-    pub(super) fn from_response(answer: &Value, now: u64) -> Result<Self, McpError> {
+    /// Reads a token endpoint's answer (RFC 6749 §5.1) received at `now`; `DPoP` tokens only
+    /// when the request carried a proof.
+    pub(super) fn from_response(answer: &Value, now: u64, dpop: bool) -> Result<Self, McpError> {
         let Some(access_token) = answer.get("access_token").and_then(Value::as_str).filter(|t| !t.is_empty()) else {
             return Err(McpError::Authorization("the token endpoint answered without an access_token".into()));
         };
         let token_type = answer.get("token_type").and_then(Value::as_str).unwrap_or("Bearer");
-        if !token_type.eq_ignore_ascii_case("bearer") {
+        let known = token_type.eq_ignore_ascii_case("bearer") || (dpop && token_type.eq_ignore_ascii_case("dpop"));
+        if !known {
             return Err(McpError::Authorization(format!(
-                "the token endpoint issued a {token_type} token; only Bearer is supported"
+                "the token endpoint issued a {token_type} token; {} supported",
+                if dpop { "Bearer and DPoP are" } else { "only Bearer is" }
             )));
         }
         // A lifetime over ten years is taken as ten years (it sizes nothing, but stays sane).
@@ -62,7 +69,13 @@ impl Tokens {
             refresh_token: answer.get("refresh_token").and_then(Value::as_str).map(str::to_owned),
             expires_at: expires_in.map(|s| now.saturating_add(s)),
             scope: answer.get("scope").and_then(Value::as_str).map(str::to_owned),
+            token_type: Some(token_type.to_owned()),
         })
+    }
+
+    /// Whether the token is bound to a DPoP key.
+    pub(super) fn is_dpop(&self) -> bool {
+        self.token_type.as_deref().is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
     }
 
     /// Whether the token expires within `margin` of `now`.
@@ -75,8 +88,9 @@ impl Tokens {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoredAuthorization {
-    /// The client's identity at the authorization server.
-    pub client: ClientCredentials,
+    /// The client's identity at the authorization server (none for a JWT bearer grant made
+    /// without one).
+    pub client: Option<ClientCredentials>,
     /// The authorization server's issuer identifier.
     pub issuer: String,
     /// Where tokens are refreshed.

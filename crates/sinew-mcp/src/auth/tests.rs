@@ -141,6 +141,7 @@ fn token_answers_are_read_and_secrets_stay_out_of_debug() {
     let tokens = Tokens::from_response(
         &json!({"access_token": "secret-a", "token_type": "bearer", "expires_in": 100, "refresh_token": "secret-r", "scope": "mcp"}),
         1000,
+        false,
     )
     .unwrap();
     assert_eq!(tokens.expires_at, Some(1100));
@@ -148,9 +149,10 @@ fn token_answers_are_read_and_secrets_stay_out_of_debug() {
     assert!(!tokens.expires_within(Duration::from_secs(60), 1000));
     let shown = format!("{tokens:?}");
     assert!(!shown.contains("secret"), "{shown}");
-    let huge = Tokens::from_response(&json!({"access_token": "a", "expires_in": u64::MAX}), u64::MAX - 1).unwrap();
+    let huge =
+        Tokens::from_response(&json!({"access_token": "a", "expires_in": u64::MAX}), u64::MAX - 1, false).unwrap();
     assert_eq!(huge.expires_at, Some(u64::MAX));
-    let refused = |answer: Value| match Tokens::from_response(&answer, 0) {
+    let refused = |answer: Value| match Tokens::from_response(&answer, 0, false) {
         Err(McpError::Authorization(message)) => message,
         other => panic!("{answer}: {other:?}"),
     };
@@ -179,11 +181,21 @@ async fn the_file_store_keeps_authorizations_private_and_survives_a_broken_file(
     let store = FileTokenStore::new(&path);
     assert_eq!(store.load("http://a/mcp").await, None);
     let saved = StoredAuthorization {
-        client: ClientCredentials { client_id: "id".into(), client_secret: None, token_endpoint_auth_method: None },
+        client: Some(ClientCredentials {
+            client_id: "id".into(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+        }),
         issuer: "http://as".into(),
         token_endpoint: "http://as/token".into(),
         resource: "http://a/mcp".into(),
-        tokens: Tokens { access_token: "t".into(), refresh_token: Some("r".into()), expires_at: Some(5), scope: None },
+        tokens: Tokens {
+            access_token: "t".into(),
+            refresh_token: Some("r".into()),
+            expires_at: Some(5),
+            scope: None,
+            token_type: None,
+        },
     };
     store.save("http://a/mcp", &saved).await.unwrap();
     store.save("http://b/mcp", &saved).await.unwrap();
@@ -197,4 +209,88 @@ async fn the_file_store_keeps_authorizations_private_and_survives_a_broken_file(
     assert_eq!(store.load("http://a/mcp").await, None);
     store.save("http://a/mcp", &saved).await.unwrap();
     assert_eq!(store.load("http://a/mcp").await, Some(saved));
+}
+
+fn jwt_parts(token: &str) -> (Value, Value, Vec<u8>, String) {
+    let mut parts = token.split('.');
+    let mut next = || URL_SAFE_NO_PAD.decode(parts.next().unwrap()).unwrap();
+    let header: Value = serde_json::from_slice(&next()).unwrap();
+    let claims: Value = serde_json::from_slice(&next()).unwrap();
+    let signature = next();
+    let signed = token.rsplit_once('.').unwrap().0.to_owned();
+    (header, claims, signature, signed)
+}
+
+#[test]
+fn dpop_proofs_carry_the_key_method_url_nonce_and_token_hash_and_verify() {
+    let key = SigningKey::generate_es256().unwrap();
+    let proof = jwt::dpop_proof(&key, "POST", "https://rs.example/mcp?x=1#f", Some("n-1"), Some("tok"), 1000).unwrap();
+    let (header, claims, signature, signed) = jwt_parts(&proof);
+    assert_eq!((header["typ"].as_str(), header["alg"].as_str()), (Some("dpop+jwt"), Some("ES256")));
+    assert!(header["jwk"].get("d").is_none(), "no private part: {header}");
+    assert_eq!(claims["htu"], "https://rs.example/mcp");
+    assert_eq!(
+        (claims["htm"].as_str(), claims["nonce"].as_str(), claims["iat"].as_u64()),
+        (Some("POST"), Some("n-1"), Some(1000))
+    );
+    let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, b"tok"));
+    assert_eq!(claims["ath"], ath);
+    let coordinate = |name: &str| URL_SAFE_NO_PAD.decode(header["jwk"][name].as_str().unwrap()).unwrap();
+    let point = [vec![4], coordinate("x"), coordinate("y")].concat();
+    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, point)
+        .verify(signed.as_bytes(), &signature)
+        .expect("the proof verifies with the key it names");
+    let again = jwt::dpop_proof(&key, "POST", "https://rs.example/mcp", None, None, 1000).unwrap();
+    let (_, claims_again, _, _) = jwt_parts(&again);
+    assert_ne!(claims_again["jti"], claims["jti"], "every proof is fresh");
+    assert!(claims_again.get("nonce").is_none() && claims_again.get("ath").is_none());
+}
+
+#[test]
+fn client_assertions_name_the_client_and_the_issuer_and_keys_come_from_pem() {
+    let rng = ring::rand::SystemRandom::new();
+    let der =
+        ring::signature::EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let body = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+    let pem = format!("-----BEGIN PRIVATE KEY-----\n{}\n{}\n-----END PRIVATE KEY-----\n", &body[..64], &body[64..]);
+    let key = SigningKey::from_pkcs8_pem(&pem).unwrap();
+    assert_eq!(key.alg(), "ES256");
+    let assertion = jwt::client_assertion(&key, "client-1", "https://as.example", 1000).unwrap();
+    let (header, claims, _, _) = jwt_parts(&assertion);
+    assert_eq!(header["alg"], "ES256");
+    assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("client-1"), Some("client-1")));
+    assert_eq!((claims["aud"].as_str(), claims["exp"].as_u64()), (Some("https://as.example"), Some(1300)));
+    let refused = |pem: &str| match SigningKey::from_pkcs8_pem(pem) {
+        Err(McpError::Authorization(message)) => message,
+        other => panic!("{other:?}"),
+    };
+    assert!(refused("-----BEGIN PRIVATE KEY-----\n!!!\n").contains("not PEM"));
+    assert!(refused("-----BEGIN PRIVATE KEY-----\nAAAA\n").contains("neither a P-256 nor an RSA"));
+    assert!(!format!("{key:?}").contains(&body[..16]));
+}
+
+#[tokio::test]
+async fn assertions_are_read_from_files_at_each_use_within_a_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("token");
+    std::fs::write(&path, "jwt-1\n").unwrap();
+    let assertion = Assertion::File(path.clone());
+    assert_eq!(assertion.read().await.unwrap(), "jwt-1");
+    std::fs::write(&path, "jwt-2").unwrap();
+    assert_eq!(assertion.read().await.unwrap(), "jwt-2", "a rotated token is read again");
+    std::fs::write(&path, vec![b'a'; 70 * 1024]).unwrap();
+    assert!(matches!(assertion.read().await, Err(McpError::Authorization(m)) if m.contains("over 64 KiB")));
+    assert!(matches!(Assertion::File(dir.path().join("missing")).read().await, Err(McpError::Authorization(_))));
+    assert_eq!(format!("{:?}", Assertion::Value("secret".into())), "Assertion::Value(****)");
+}
+
+#[test]
+fn dpop_challenges_are_read_like_bearer_ones() {
+    let challenge = Challenge::parse(&[r#"DPoP error="use_dpop_nonce", resource_metadata="http://x/prm""#.to_owned()]);
+    assert!(challenge.dpop);
+    assert_eq!(challenge.error.as_deref(), Some("use_dpop_nonce"));
+    assert_eq!(challenge.resource_metadata.as_deref(), Some("http://x/prm"));
+    assert!(!Challenge::parse(&[r#"Bearer scope="a""#.to_owned()]).dpop);
+    let tokens = Tokens::from_response(&json!({"access_token": "a", "token_type": "DPoP"}), 0, true).unwrap();
+    assert!(tokens.is_dpop());
 }

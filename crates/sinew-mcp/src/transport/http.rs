@@ -44,6 +44,13 @@ pub trait HeaderProvider: Send + Sync {
     /// Headers for the next request, e.g. `Authorization: Bearer …` from a token you refresh.
     async fn headers(&self) -> Result<Vec<(String, String)>, McpError>;
 
+    /// Headers for a request of `method` to `url`: [`headers`](Self::headers) unless the
+    /// provider signs each request (a DPoP proof names both).
+    async fn request_headers(&self, method: &http::Method, url: &str) -> Result<Vec<(String, String)>, McpError> {
+        let _ = (method, url);
+        self.headers().await
+    }
+
     /// The server refused a request (401, or 403). Return `true` when the request is worth
     /// sending again with fresh [`headers`](Self::headers) (the provider got a new token),
     /// `false` to let the refusal stand. The default lets it stand.
@@ -64,6 +71,8 @@ pub struct Refusal {
     /// The `Authorization` header the refused request carried: a provider that has already
     /// replaced that credential (another request was refused first) can answer at once.
     pub authorization: Option<String>,
+    /// The response's `DPoP-Nonce` header (RFC 9449 §9): the nonce the next proof must carry.
+    pub dpop_nonce: Option<String>,
 }
 
 /// Fixed headers.
@@ -114,7 +123,7 @@ impl Shared {
     async fn request(&self, method: http::Method, url: &str, body: bytes::Bytes) -> Result<HttpRequest, McpError> {
         let mut request = HttpRequest { method, url: url.to_owned(), headers: Vec::new(), body };
         if let Some(provider) = &self.headers {
-            request.headers.extend(provider.headers().await?);
+            request.headers.extend(provider.request_headers(&request.method, url).await?);
         }
         Ok(request)
     }
@@ -153,11 +162,12 @@ impl Shared {
                     .iter()
                     .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
                     .map(|(_, value)| value.clone()),
+                dpop_nonce: response.headers.get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned),
             };
             if !provider.challenged(&refusal).await? {
                 break;
             }
-            let fresh = provider.headers().await?;
+            let fresh = provider.request_headers(&request.method, &request.url).await?;
             let mut next = request.clone();
             next.headers.retain(|(name, _)| !fresh.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)));
             next.headers.extend(fresh);

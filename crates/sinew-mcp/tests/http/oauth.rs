@@ -303,3 +303,66 @@ async fn a_loopback_redirect_that_never_comes_or_cannot_listen_fails_clearly() {
     let error = handler.authorize("https://as.example/authorize").await.unwrap_err();
     assert!(matches!(&error, McpError::Authorization(m) if m.contains("is not an http://127.0.0.1")), "{error:?}");
 }
+
+#[tokio::test]
+async fn an_unattended_client_credentials_client_renews_its_token_by_running_the_grant_again() {
+    // The authorization server issues short tokens and no refresh token.
+    let base = Arc::new(OnceLock::new());
+    let issued = Arc::new(Mutex::new(0usize));
+    let handler = {
+        let (base, issued) = (base.clone(), issued.clone());
+        move |request: &ReceivedRequest| -> ServedResponse {
+            let base: String = base.get().cloned().unwrap_or_default();
+            match request.path.as_str() {
+                "/.well-known/oauth-protected-resource/mcp" => ServedResponse::json(
+                    200,
+                    &json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}),
+                ),
+                "/.well-known/oauth-authorization-server" => ServedResponse::json(
+                    200,
+                    &json!({"issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"), "code_challenge_methods_supported": ["S256"],
+                        "token_endpoint_auth_methods_supported": ["client_secret_basic"]}),
+                ),
+                "/token" => {
+                    let form = String::from_utf8_lossy(&request.body).into_owned();
+                    assert!(form.starts_with("grant_type=client_credentials&resource="), "{form}");
+                    assert_eq!(request.header("authorization"), Some("Basic bWFjaGluZTpzM2NyZXQ="), "machine:s3cret");
+                    let mut issued = issued.lock().unwrap();
+                    *issued += 1;
+                    ServedResponse::json(
+                        200,
+                        &json!({"access_token": format!("cc-{issued}"), "token_type": "Bearer", "expires_in": 10}),
+                    )
+                }
+                "/mcp" if request.header("authorization").is_some_and(|a| a.starts_with("Bearer cc-")) => mcp(request),
+                "/mcp" => ServedResponse::new(401).header("www-authenticate", "Bearer"),
+                _ => ServedResponse::new(404),
+            }
+        }
+    };
+    let server = MockServer::start(handler).await;
+    base.set(server.url()).unwrap();
+    let client = sinew_mcp::ClientCredentials {
+        client_id: "machine".into(),
+        client_secret: Some("s3cret".into()),
+        token_endpoint_auth_method: None,
+    };
+    let config = OAuthConfig::default().client(client).grant(sinew_mcp::Grant::ClientCredentials);
+    let oauth = OAuth::unattended(format!("{}/mcp", server.url()), config);
+    let connected = connect(&server, oauth).await.unwrap();
+    connected.call_tool("t", json!({})).await.unwrap();
+    assert!(*issued.lock().unwrap() >= 2, "a token within the margin is replaced by running the grant again");
+    assert!(server.requests().iter().all(|r| !r.path.starts_with("/authorize")), "nobody was sent to approve");
+}
+
+#[tokio::test]
+async fn an_unattended_client_refuses_a_flow_that_needs_a_person() {
+    let (server, _) = start(3600).await;
+    let oauth = OAuth::unattended(format!("{}/mcp", server.url()), OAuthConfig::default());
+    let error = connect(&server, oauth).await.unwrap_err();
+    assert!(
+        matches!(&error, McpError::Authorization(m) if m.contains("no person") || m.contains("none to ask")),
+        "{error:?}"
+    );
+}
