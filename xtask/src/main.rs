@@ -185,6 +185,7 @@ const FEATURE_SETS: &[&[&str]] = &[
     &["--no-default-features", "--features", "testing"],
     &["--no-default-features", "--features", "gemini"],
     &["--no-default-features", "--features", "schema"],
+    &["--no-default-features", "--features", "otel"],
 ];
 
 fn feature_sets(ci_cargo: &dyn Fn() -> Command) -> Result<()> {

@@ -845,6 +845,7 @@ impl Run<'_> {
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.r#type = tracing::field::Empty,
+            sinew.time_to_first_chunk = tracing::field::Empty,
         );
         let message = self.call_with_retry(&mut request).instrument(span.clone()).await;
         span.record("gen_ai.response.model", message.model.as_str());
@@ -868,6 +869,7 @@ impl Run<'_> {
         let provider_retries = config.provider.retries_requests(request.model);
         let mut started = false;
         let mut attempt = 0;
+        let called_at = Instant::now();
         loop {
             request.retry = Some(policy.with_max_retries(policy.max_retries.saturating_sub(attempt)));
             let call_cancel = self.cancel.child_token();
@@ -905,6 +907,11 @@ impl Run<'_> {
                     }
                     Some(StreamEvent::Delta(delta)) => {
                         self.start_message(&mut started, request);
+                        if !streamed {
+                            // The chat span's time to first chunk (GenAI metrics derive it).
+                            tracing::Span::current()
+                                .record("sinew.time_to_first_chunk", called_at.elapsed().as_secs_f64());
+                        }
                         streamed = true;
                         self.emitter.emit(AgentEvent::MessageUpdate { loop_id: self.emitter.loop_id(), delta });
                     }

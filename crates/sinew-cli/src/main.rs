@@ -136,7 +136,6 @@ Examples:
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -144,7 +143,15 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let telemetry = match start_telemetry(&runtime) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("sinew: {error}");
+            return ExitCode::from(exit::USAGE);
+        }
+    };
+    init_logging(cli.verbose, telemetry.as_ref());
+    let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(error) => {
             if error.downcast_ref::<exit::Interrupted>().is_none() {
@@ -152,17 +159,39 @@ fn main() -> ExitCode {
             }
             exit::status_of(&error)
         }
+    };
+    // The last spans and metrics are exported on the runtime's workers while this thread waits.
+    if let Some(telemetry) = telemetry
+        && let Err(error) = telemetry.shutdown()
+    {
+        eprintln!("sinew: warning: telemetry was not all exported: {error}");
     }
+    code
 }
 
-fn init_logging(verbose: u8) {
+/// Telemetry to the collector `OTEL_EXPORTER_OTLP_ENDPOINT` names, if it names one.
+fn start_telemetry(runtime: &tokio::runtime::Runtime) -> Result<Option<sinew::telemetry::Telemetry>> {
+    let Some(config) = sinew::telemetry::OtelConfig::from_env()? else { return Ok(None) };
+    let _inside = runtime.enter();
+    Ok(Some(sinew::telemetry::Telemetry::start(config)?))
+}
+
+fn init_logging(verbose: u8, telemetry: Option<&sinew::telemetry::Telemetry>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     // Warnings worth the user's eye (retries, a failed MCP server) are already on the display.
     let level = match verbose {
-        0 => tracing::Level::ERROR,
-        1 => tracing::Level::INFO,
-        _ => tracing::Level::DEBUG,
+        0 => LevelFilter::ERROR,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
     };
-    let _ = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).without_time().try_init();
+    let display = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).without_time().with_filter(level);
+    // The GenAI spans are at INFO, whatever the display shows.
+    let export = telemetry.map(|telemetry| telemetry.layer().with_filter(LevelFilter::INFO));
+    let _ = tracing_subscriber::registry().with(display).with(export).try_init();
 }
 
 /// The configuration file `--config` names (an error when it cannot be read), else the default

@@ -43,6 +43,8 @@
 //! - `schema` (default): `typed` (tools from typed async functions) and `extract` (answers as
 //!   Rust values, checked against their schema); adds `schemars` and `jsonschema`.
 //! - `testing`: [`testing`] (`sinew-testing`): `MockProvider`, test tools and assertions.
+//! - `otel`: `telemetry`: the GenAI spans and metrics to an OpenTelemetry collector over
+//!   OTLP/HTTP (adds `opentelemetry` and `tracing-opentelemetry`).
 //! - `full`: every feature above.
 //!
 //! [`compaction`] (`sinew-compaction`: token counting, context tracking, compaction strategies)
@@ -92,6 +94,9 @@ pub mod mcp;
 #[cfg(feature = "openapi")]
 pub mod openapi;
 
+#[cfg(feature = "otel")]
+pub mod telemetry;
+
 /// Sessions: the recorder and the stores.
 #[cfg(feature = "sessions")]
 pub use sinew_session as session;
@@ -106,6 +111,11 @@ pub use sinew_tools as tools;
 #[cfg(all(doctest, feature = "testing"))]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The telemetry guide's example, compiled as a doctest.
+#[cfg(all(doctest, feature = "otel"))]
+#[doc = include_str!("../../../docs/concepts/telemetry.md")]
+struct TelemetryGuideDoctests;
 
 /// The MCP guide's examples, compiled as doctests.
 #[cfg(all(doctest, feature = "mcp"))]

@@ -403,3 +403,47 @@ async fn json_schema_gives_up_after_three_answers_that_do_not_fit() {
     );
     assert_eq!(server.requests().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn otel_exporter_otlp_endpoint_sends_the_runs_spans_and_metrics_to_the_collector() {
+    let server = MockServer::start(|_: &ReceivedRequest| {
+        sse_response(anthropic_events(&WireTurn::new().text("Hi.").usage(30, 2)), None)
+    })
+    .await;
+    let collector = MockServer::start(|_: &ReceivedRequest| ServedResponse::new(200)).await;
+    let sandbox = Sandbox::new(&[
+        ("ANTHROPIC_API_KEY", "sk-test"),
+        ("ANTHROPIC_BASE_URL", &server.url()),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ("OTEL_SERVICE_NAME", "sinew-cli-test"),
+    ]);
+    let run = sandbox.run(&["say hi"], "").await;
+    run.assert_code(0);
+    assert_eq!(run.stdout, "Hi.\n");
+
+    let requests = collector.requests();
+    let body = |path: &str| -> Value {
+        let request =
+            requests.iter().find(|r| r.path == path).unwrap_or_else(|| panic!("nothing at {path}: {requests:?}"));
+        assert_eq!(request.header("content-type"), Some("application/json"));
+        serde_json::from_slice(&request.body).unwrap()
+    };
+    let traces = body("/v1/traces").to_string();
+    for expected in ["sinew-cli-test", "invoke_agent", r#""gen_ai.operation.name""#, r#""stringValue":"chat""#] {
+        assert!(traces.contains(expected), "{expected} in {traces}");
+    }
+    let metrics = body("/v1/metrics").to_string();
+    for expected in ["gen_ai.client.operation.duration", "gen_ai.client.token.usage", r#""gen_ai.token.type""#] {
+        assert!(metrics.contains(expected), "{expected} in {metrics}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_otlp_protocol_sinew_cannot_speak_is_a_usage_error() {
+    let sandbox =
+        Sandbox::new(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]);
+    let run = sandbox.run(&["say hi"], "").await;
+    run.assert_code(2);
+    assert!(run.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported"), "{}", run.stderr);
+}
