@@ -269,6 +269,15 @@ impl Agent {
         self
     }
 
+    /// Records the messages of each model call on its `chat` span, for telemetry (default off;
+    /// the OpenTelemetry GenAI conventions' `gen_ai.input.messages` and
+    /// `gen_ai.output.messages`).
+    #[must_use]
+    pub fn with_message_content_capture(mut self, capture: bool) -> Self {
+        self.config.capture_message_content = capture;
+        self
+    }
+
     /// Replaces the provider.
     #[must_use]
     pub fn with_provider(mut self, provider: impl StreamProvider + 'static) -> Self {

@@ -846,8 +846,21 @@ impl Run<'_> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.r#type = tracing::field::Empty,
             sinew.time_to_first_chunk = tracing::field::Empty,
+            gen_ai.system_instructions = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
         );
+        if config.capture_message_content {
+            span.record(
+                "gen_ai.system_instructions",
+                crate::content_capture::system_instructions(request.system_prompt),
+            );
+            span.record("gen_ai.input.messages", crate::content_capture::input_messages(request.messages));
+        }
         let message = self.call_with_retry(&mut request).instrument(span.clone()).await;
+        if config.capture_message_content {
+            span.record("gen_ai.output.messages", crate::content_capture::output_messages(&message));
+        }
         span.record("gen_ai.response.model", message.model.as_str());
         span.record("gen_ai.response.finish_reasons", tracing::field::debug(message.stop_reason));
         span.record("gen_ai.usage.input_tokens", message.usage.prompt_tokens());

@@ -215,6 +215,10 @@ pub struct AgentLoopConfig {
     pub pause_on_tool_calls: bool,
     /// The trigger of the first turn of an origin call (`SubAgent` for sub-agents).
     pub first_turn_trigger: TurnTrigger,
+    /// Record the system prompt, the messages sent and the answer on each `chat` span
+    /// (`gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages`), for
+    /// telemetry. Off by default: message content is sensitive.
+    pub capture_message_content: bool,
 }
 
 impl AgentLoopConfig {
@@ -242,6 +246,7 @@ impl AgentLoopConfig {
             approval_policy: None,
             pause_on_tool_calls: false,
             first_turn_trigger: TurnTrigger::User,
+            capture_message_content: false,
         }
     }
 

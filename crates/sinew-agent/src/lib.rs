@@ -63,6 +63,7 @@ mod agent_loop;
 mod approval;
 mod branches;
 mod config;
+mod content_capture;
 mod emit;
 mod error;
 mod evaluation;

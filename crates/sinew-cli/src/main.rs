@@ -169,6 +169,15 @@ fn main() -> ExitCode {
     code
 }
 
+/// Whether exported spans carry message content: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
+/// set to `true` (the GenAI conventions' switch), and telemetry on.
+fn capture_message_content() -> bool {
+    let on = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty());
+    on("OTEL_EXPORTER_OTLP_ENDPOINT")
+        && std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
 /// Telemetry to the collector `OTEL_EXPORTER_OTLP_ENDPOINT` names, if it names one.
 fn start_telemetry(runtime: &tokio::runtime::Runtime) -> Result<Option<sinew::telemetry::Telemetry>> {
     let Some(config) = sinew::telemetry::OtelConfig::from_env()? else { return Ok(None) };
@@ -272,6 +281,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let approvals = Approvals::new(cli.yolo, gated);
     let mut agent = Agent::new(providers.registry.clone(), &model)
         .with_agent_id(AGENT_ID)
+        .with_message_content_capture(capture_message_content())
         .with_system_prompt(system_prompt(&root, config.instructions.as_deref()))
         .with_tools(tools)
         .with_approval_policy(approvals.policy())

@@ -82,6 +82,7 @@ async fn a_runs_spans_and_genai_metrics_reach_the_collector() {
         .map(|c| (c["gen_ai.usage.input_tokens"].as_str(), c["gen_ai.usage.output_tokens"].as_str()))
         .collect();
     assert!(used.contains(&("120", "8")) && used.contains(&("140", "5")), "{used:?}");
+    assert!(!first.contains_key("gen_ai.input.messages"), "no content unless asked: {first:?}");
     let tool = spans.iter().find(|s| s.name == "execute_tool echo").unwrap();
     let tool = attributes(&tool.attributes);
     assert_eq!((tool["gen_ai.tool.name"].as_str(), tool["gen_ai.tool.call.id"].as_str()), ("echo", "call_1"));
@@ -139,4 +140,40 @@ async fn a_collector_that_is_down_loses_the_telemetry_not_the_run() {
     assert_eq!(ended, Some(sinew::EndReason::Completed));
     let shutdown = tokio::task::spawn_blocking(move || telemetry.shutdown()).await.unwrap();
     assert!(shutdown.is_err(), "the failed export is reported at shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_content_reaches_the_collector_only_when_the_agent_asks() {
+    let collector = MockServer::start(|_: &ReceivedRequest| ServedResponse::new(200)).await;
+    let telemetry = Telemetry::start(OtelConfig::new(collector.url())).unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(telemetry.layer()));
+    let model = MockProvider::new([MockResponse::new().text_delta("Paris.")]);
+    let mut agent = Agent::new(model, "mock-model").with_system_prompt("Be brief.").with_message_content_capture(true);
+    async {
+        let mut run = agent.prompt("Capital of France?");
+        while run.next().await.is_some() {}
+    }
+    .with_subscriber(dispatch)
+    .await;
+    tokio::task::spawn_blocking(move || telemetry.shutdown()).await.unwrap().unwrap();
+    let chat = collector
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/traces")
+        .flat_map(|r| ExportTraceServiceRequest::decode(r.body.as_slice()).unwrap().resource_spans)
+        .flat_map(|r| r.scope_spans)
+        .flat_map(|s| s.spans)
+        .find(|s| s.name == "chat mock-model")
+        .map(|s| attributes(&s.attributes))
+        .unwrap();
+    let parsed = |key: &str| serde_json::from_str::<serde_json::Value>(&chat[key]).unwrap();
+    assert_eq!(parsed("gen_ai.system_instructions"), json!([{"type": "text", "content": "Be brief."}]));
+    assert_eq!(
+        parsed("gen_ai.input.messages"),
+        json!([{"role": "user", "parts": [{"type": "text", "content": "Capital of France?"}]}])
+    );
+    assert_eq!(
+        parsed("gen_ai.output.messages"),
+        json!([{"role": "assistant", "parts": [{"type": "text", "content": "Paris."}], "finish_reason": "stop"}])
+    );
 }
