@@ -82,16 +82,24 @@ impl AuthorizationHandler for LoopbackRedirect {
         let listener = TcpListener::bind(&address)
             .await
             .map_err(|e| McpError::Authorization(format!("cannot listen for the redirect on {address}: {e}")))?;
+        // Only the redirect that carries this request's `state` is taken: another local
+        // program cannot end the wait with a forged one.
+        let state = url
+            .split_once('?')
+            .map_or("", |(_, query)| query)
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("state="))
+            .map(str::to_owned);
         (self.show)(url);
-        tokio::time::timeout(self.timeout, accept_redirect(&listener, &path))
+        tokio::time::timeout(self.timeout, accept_redirect(&listener, &path, state.as_deref()))
             .await
             .map_err(|_| McpError::Authorization(format!("no authorization came back within {:?}", self.timeout)))?
     }
 }
 
-/// Accepts connections until one asks for `path`; answers it with a page saying the window may
-/// be closed, and returns its request target.
-async fn accept_redirect(listener: &TcpListener, path: &str) -> Result<String, McpError> {
+/// Accepts connections until one asks for `path` (with `state`, when the request had one);
+/// answers it with a page saying the window may be closed, and returns its request target.
+async fn accept_redirect(listener: &TcpListener, path: &str, state: Option<&str>) -> Result<String, McpError> {
     loop {
         let (mut socket, _) = listener
             .accept()
@@ -100,9 +108,16 @@ async fn accept_redirect(listener: &TcpListener, path: &str) -> Result<String, M
         let Ok(Some(target)) = tokio::time::timeout(REQUEST_WAIT, read_target(&mut socket)).await else {
             continue;
         };
-        let target_path = target.split('?').next().unwrap_or_default();
+        let (target_path, query) = target.split_once('?').unwrap_or((&target, ""));
         if target_path != path {
             let _ = socket.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+            continue;
+        }
+        if let Some(state) = state
+            && !query.split('&').any(|pair| pair.strip_prefix("state=") == Some(state))
+        {
+            let _ =
+                socket.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
             continue;
         }
         let page = "<!doctype html><title>sinew</title><p>Authorization received. You can close this window.</p>";

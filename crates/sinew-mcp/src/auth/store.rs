@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -130,17 +132,28 @@ impl TokenStore for MemoryTokenStore {
 }
 
 /// Keeps authorizations in one JSON file readable by its owner only (mode `0600` on Unix),
-/// written whole through a temporary file and a rename.
+/// written whole through a temporary file and a rename. Every store of one path in a process
+/// shares one lock, so servers saving at once lose nothing; two processes saving at once keep
+/// the last one's file whole.
 #[derive(Debug)]
 pub struct FileTokenStore {
     path: PathBuf,
-    lock: Mutex<()>,
+    lock: Arc<Mutex<()>>,
+}
+
+/// The lock of each token file path in this process.
+fn path_lock(path: &std::path::Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let locks = LOCKS.get_or_init(Default::default);
+    let mut locks = locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    locks.entry(path.to_path_buf()).or_default().clone()
 }
 
 impl FileTokenStore {
     /// A store in `path` (created on the first save, with its directory).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        FileTokenStore { path: path.into(), lock: Mutex::new(()) }
+        let path = path.into();
+        FileTokenStore { lock: path_lock(&path), path }
     }
 
     async fn read_all(&self) -> HashMap<String, StoredAuthorization> {
@@ -187,10 +200,12 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     std::fs::create_dir_all(dir)?;
+    static WRITES: AtomicU64 = AtomicU64::new(0);
     let temporary = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("tokens"),
-        std::process::id()
+        std::process::id(),
+        WRITES.fetch_add(1, Ordering::Relaxed)
     ));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);

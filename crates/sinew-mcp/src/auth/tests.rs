@@ -294,3 +294,44 @@ fn dpop_challenges_are_read_like_bearer_ones() {
     let tokens = Tokens::from_response(&json!({"access_token": "a", "token_type": "DPoP"}), 0, true).unwrap();
     assert!(tokens.is_dpop());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_of_one_file_saving_at_once_lose_no_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokens.json");
+    let saved = |n: usize| StoredAuthorization {
+        client: None,
+        issuer: "http://as".into(),
+        token_endpoint: "http://as/token".into(),
+        resource: format!("http://s{n}/mcp"),
+        tokens: Tokens {
+            access_token: format!("t{n}"),
+            refresh_token: None,
+            expires_at: None,
+            scope: None,
+            token_type: None,
+        },
+    };
+    let saves = (0..16).map(|n| {
+        let store = FileTokenStore::new(&path);
+        let authorization = saved(n);
+        tokio::spawn(async move { store.save(&format!("http://s{n}/mcp"), &authorization).await })
+    });
+    for save in futures_join(saves).await {
+        save.unwrap().unwrap();
+    }
+    let store = FileTokenStore::new(&path);
+    for n in 0..16 {
+        assert_eq!(store.load(&format!("http://s{n}/mcp")).await, Some(saved(n)), "server {n} kept");
+    }
+}
+
+async fn futures_join<T>(
+    handles: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<Result<T, tokio::task::JoinError>> {
+    let mut results = Vec::new();
+    for handle in handles.collect::<Vec<_>>() {
+        results.push(handle.await);
+    }
+    results
+}

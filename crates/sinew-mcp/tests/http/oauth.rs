@@ -280,15 +280,17 @@ async fn the_loopback_redirect_shows_the_url_and_takes_the_browsers_callback() {
             };
             let stray = http.send_once(&get("/favicon.ico".into())).await.unwrap();
             assert_eq!(stray.status.as_u16(), 404);
+            let forged = http.send_once(&get("/callback?code=evil&state=other".into())).await.unwrap();
+            assert_eq!(forged.status.as_u16(), 400, "a redirect without this request's state is not taken");
             let mut page = http.send_once(&get("/callback?code=c%2B1&state=s".into())).await.unwrap();
             assert_eq!(page.status.as_u16(), 200);
             let body = page.bytes(4096).await.unwrap();
             assert!(String::from_utf8_lossy(&body).contains("close this window"));
         });
     });
-    let callback = handler.authorize("https://as.example/authorize?x=1").await.unwrap();
+    let callback = handler.authorize("https://as.example/authorize?x=1&state=s").await.unwrap();
     assert_eq!(callback, format!("http://127.0.0.1/callback?code=c%2B1&state=s"));
-    assert_eq!(*shown.lock().unwrap(), ["https://as.example/authorize?x=1"]);
+    assert_eq!(*shown.lock().unwrap(), ["https://as.example/authorize?x=1&state=s"]);
 }
 
 #[tokio::test]
