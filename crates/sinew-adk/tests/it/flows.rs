@@ -185,6 +185,11 @@ fn normalize_events(events: &[Value]) -> Vec<Value> {
                 map.remove("actions");
             }
             replace_ids(&mut event, &mut ids);
+            // A set in both implementations (of random ids in ours, unordered in Python's):
+            // compared as a set.
+            if let Some(Value::Array(ids)) = event.get_mut("long_running_tool_ids") {
+                ids.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            }
             event
         })
         .collect()
