@@ -85,6 +85,11 @@ async fn connect(
             let builder = match oauth {
                 Some(settings) => {
                     let oauth = authorization(name, url, &settings, approvals)?;
+                    // Signing in takes a person's time: it happens before connecting, not inside
+                    // a request and its timeout.
+                    if !oauth.is_authorized().await {
+                        oauth.authorize().await.map_err(|e| e.to_string())?;
+                    }
                     builder.headers(WithOAuth { headers, oauth })
                 }
                 None => builder.headers(headers),
@@ -146,8 +151,17 @@ fn authorization(
     Ok(OAuth::new(url, config, OneAtATime { approvals, browser }).with_store(FileTokenStore::new(store)))
 }
 
-/// Opens `url` in the desktop's browser, if there is one; the URL is printed either way.
+/// Opens `url` in the desktop's browser, if there is one; the URL is printed either way. Only
+/// an `https` URL, or `http` on this machine, is handed to the opener: a server's metadata must
+/// not launch other programs or schemes.
 fn open_browser(url: &str) {
+    let lower = url.to_ascii_lowercase();
+    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"].iter().any(|prefix| {
+        lower.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/', '?']))
+    });
+    if !(lower.starts_with("https://") || loopback) {
+        return;
+    }
     let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
     let spawned = std::process::Command::new(opener)
         .arg(url)
@@ -161,6 +175,8 @@ fn open_browser(url: &str) {
                         | "DISPLAY"
                         | "WAYLAND_DISPLAY"
                         | "XDG_RUNTIME_DIR"
+                        | "XDG_CURRENT_DESKTOP"
+                        | "XDG_DATA_DIRS"
                         | "DBUS_SESSION_BUS_ADDRESS"
                         | "BROWSER"
                 )
@@ -201,6 +217,12 @@ impl HeaderProvider for WithOAuth {
     async fn headers(&self) -> Result<Vec<(String, String)>, McpError> {
         let mut headers = self.headers.clone();
         headers.extend(self.oauth.headers().await?);
+        Ok(headers)
+    }
+
+    async fn request_headers(&self, method: &http::Method, url: &str) -> Result<Vec<(String, String)>, McpError> {
+        let mut headers = self.headers.clone();
+        headers.extend(self.oauth.request_headers(method, url).await?);
         Ok(headers)
     }
 

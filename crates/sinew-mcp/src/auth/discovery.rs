@@ -140,7 +140,8 @@ async fn protected_resource(
     server: &Url,
     from_challenge: Option<&str>,
 ) -> Result<Option<ProtectedResourceMetadata>, McpError> {
-    if let Some(url) = from_challenge
+    // The challenge's URL is followed only to a safe place or the server's own origin.
+    if let Some(url) = from_challenge.filter(|url| is_safe_endpoint(url) || same_origin(url, server))
         && let Some(found) = fetch(http, url).await?
     {
         return Ok(Some(found));
@@ -158,6 +159,41 @@ async fn protected_resource(
     Ok(None)
 }
 
+/// Whether `url` may carry OAuth traffic: `https`, or `http` to this machine only (OAuth 2.1
+/// §1.5; loopback clients and tests).
+pub(super) fn is_safe_endpoint(url: &str) -> bool {
+    let Ok(url) = Url::parse(url) else { return false };
+    if url.scheme == "https" {
+        return true;
+    }
+    let host = url.authority.rsplit('@').next().unwrap_or_default().to_ascii_lowercase();
+    let host = if host.starts_with('[') {
+        host.split_once(']').map_or(host.clone(), |(h, _)| format!("{h}]"))
+    } else {
+        host.split(':').next().unwrap_or_default().to_owned()
+    };
+    matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// The endpoints of `metadata` must be safe to send users, codes and secrets to.
+fn check_endpoints(metadata: &AuthorizationServerMetadata) -> Result<(), McpError> {
+    let endpoints = [
+        Some(&metadata.authorization_endpoint),
+        Some(&metadata.token_endpoint),
+        metadata.registration_endpoint.as_ref(),
+    ];
+    for endpoint in endpoints.into_iter().flatten() {
+        if !is_safe_endpoint(endpoint) {
+            return Err(McpError::Authorization(format!(
+                "the authorization server {} names the endpoint {}, which is neither https nor on this machine: refusing it",
+                metadata.issuer,
+                sinew_http::redact_url(endpoint)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The metadata must be the issuer's own and offer PKCE with S256.
 fn check_server(metadata: &AuthorizationServerMetadata, issuer: &str) -> Result<(), McpError> {
     if metadata.issuer != issuer {
@@ -170,6 +206,7 @@ fn check_server(metadata: &AuthorizationServerMetadata, issuer: &str) -> Result<
 }
 
 fn check_pkce(metadata: &AuthorizationServerMetadata) -> Result<(), McpError> {
+    check_endpoints(metadata)?;
     let s256 = metadata.code_challenge_methods_supported.as_deref().unwrap_or_default().iter().any(|m| m == "S256");
     if !s256 {
         return Err(McpError::Authorization(format!(
@@ -194,6 +231,11 @@ fn same_resource(resource: &str, server: &Url) -> bool {
     parent.is_empty() || path == parent || path.strip_prefix(parent).is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// Whether `url` is on the MCP server's own origin.
+fn same_origin(url: &str, server: &Url) -> bool {
+    Url::parse(url).is_ok_and(|url| url.origin().eq_ignore_ascii_case(&server.origin()))
+}
+
 /// GETs `url` as JSON: `None` for a 4xx (nothing published there); an error for anything else
 /// that is not a document of the expected shape.
 async fn fetch<T: serde::de::DeserializeOwned>(http: &HttpClient, url: &str) -> Result<Option<T>, McpError> {
@@ -203,9 +245,11 @@ async fn fetch<T: serde::de::DeserializeOwned>(http: &HttpClient, url: &str) -> 
         headers: vec![("accept".into(), "application/json".into())],
         body: bytes::Bytes::new(),
     };
-    let mut response = http
-        .send_once(&request)
+    let wait = std::time::Duration::from_secs(30);
+    let late = || McpError::Authorization(format!("{} did not answer within {wait:?}", sinew_http::redact_url(url)));
+    let mut response = tokio::time::timeout(wait, http.send_once(&request))
         .await
+        .map_err(|_| late())?
         .map_err(|e| McpError::Authorization(format!("cannot fetch {}: {e}", sinew_http::redact_url(url))))?;
     if response.status.is_client_error() {
         return Ok(None);
@@ -217,9 +261,9 @@ async fn fetch<T: serde::de::DeserializeOwned>(http: &HttpClient, url: &str) -> 
             response.status.as_u16()
         )));
     }
-    let body = response
-        .bytes(METADATA_LIMIT + 1)
+    let body = tokio::time::timeout(wait, response.bytes(METADATA_LIMIT + 1))
         .await
+        .map_err(|_| late())?
         .map_err(|e| McpError::Authorization(format!("cannot read {}: {e}", sinew_http::redact_url(url))))?;
     if body.len() > METADATA_LIMIT {
         return Err(McpError::Authorization(format!(

@@ -120,7 +120,7 @@ pub(super) fn client_assertion(
         "aud": audience,
         "iat": now,
         "exp": now + 300,
-        "jti": super::random_token(16),
+        "jti": super::random_token(16)?,
     });
     key.sign(&header, &claims)
 }
@@ -137,7 +137,7 @@ pub(super) fn dpop_proof(
 ) -> Result<String, McpError> {
     let htu = url.split(['?', '#']).next().unwrap_or(url);
     let header = json!({"typ": "dpop+jwt", "alg": key.alg(), "jwk": key.public_jwk()});
-    let mut claims = json!({"jti": super::random_token(16), "htm": method, "htu": htu, "iat": now});
+    let mut claims = json!({"jti": super::random_token(16)?, "htm": method, "htu": htu, "iat": now});
     if let Some(nonce) = nonce {
         claims["nonce"] = json!(nonce);
     }

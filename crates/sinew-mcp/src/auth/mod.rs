@@ -60,6 +60,8 @@ use crate::transport::http::{HeaderProvider, Refusal};
 
 /// The most of an authorization or token response read.
 const RESPONSE_LIMIT: usize = 256 * 1024;
+/// How long one exchange with an authorization server may take, answer read.
+const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A token this close to its expiry is refreshed before it is used.
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// How many times the scopes are stepped up for one server before a 403 is let stand.
@@ -159,9 +161,19 @@ impl Assertion {
         match self {
             Assertion::Value(value) => Ok(value.trim().to_owned()),
             Assertion::File(path) => {
-                let bytes = tokio::fs::read(path).await.map_err(|e| {
+                use tokio::io::AsyncReadExt as _;
+                let cannot = |e: std::io::Error| {
                     McpError::Authorization(format!("cannot read the assertion {}: {e}", path.display()))
-                })?;
+                };
+                let file = tokio::fs::File::open(path).await.map_err(cannot)?;
+                if !file.metadata().await.map_err(cannot)?.is_file() {
+                    return Err(McpError::Authorization(format!(
+                        "the assertion {} is not a regular file",
+                        path.display()
+                    )));
+                }
+                let mut bytes = Vec::new();
+                file.take(64 * 1024 + 1).read_to_end(&mut bytes).await.map_err(cannot)?;
                 if bytes.len() > 64 * 1024 {
                     return Err(McpError::Authorization(format!("the assertion {} is over 64 KiB", path.display())));
                 }
@@ -365,6 +377,15 @@ impl OAuth {
         self.authorize_locked(&mut state, &Challenge::default()).await
     }
 
+    /// Whether an authorization is at hand (made earlier, or kept in the store): `false` means
+    /// the first refused request would send the user to approve. A host can call
+    /// [`authorize`](Self::authorize) first, so the approval is not raced by a request's timeout.
+    pub async fn is_authorized(&self) -> bool {
+        let mut state = self.inner.state.lock().await;
+        self.load(&mut state).await;
+        state.saved.is_some()
+    }
+
     async fn load(&self, state: &mut FlowState) {
         if !state.loaded {
             state.loaded = true;
@@ -384,10 +405,8 @@ impl OAuth {
         let inner = &self.inner;
         let discovered =
             discovery::discover(&inner.http, &inner.server_url, challenge.resource_metadata.as_deref()).await?;
-        let scope = inner
-            .config
-            .scopes
-            .clone()
+        let configured = if challenge.step_up { None } else { inner.config.scopes.clone() };
+        let scope = configured
             .or_else(|| challenge.scope.clone())
             .or_else(|| discovered.resource.as_ref().and_then(|r| r.scopes_supported.as_ref()).map(|s| s.join(" ")))
             .map(|scope| with_offline_access(&scope, &discovered.server));
@@ -446,6 +465,13 @@ impl OAuth {
                 (Some(client), tokens)
             }
         };
+        // Refreshes authenticate as the first token request did.
+        let client = client.map(|mut client| {
+            if client.token_endpoint_auth_method.is_none() && inner.config.client_assertion_key.is_none() {
+                client.token_endpoint_auth_method = Some(auth_method(&client, server).name().to_owned());
+            }
+            client
+        });
         state.saved = Some(StoredAuthorization {
             client,
             token_endpoint: server.token_endpoint.clone(),
@@ -465,8 +491,8 @@ impl OAuth {
         scope: Option<&str>,
         resource: &str,
     ) -> Result<Approval, McpError> {
-        let pkce = Pkce::new();
-        let request_state = random_token(16);
+        let pkce = Pkce::new()?;
+        let request_state = random_token(16)?;
         let mut query = vec![
             ("response_type", "code".to_owned()),
             ("client_id", client.client_id.clone()),
@@ -651,12 +677,18 @@ impl OAuth {
     /// Sends `request` and reads a JSON object back; an OAuth error answer is refused.
     async fn exchange(&self, request: &HttpRequest, what: &str) -> Result<Answer, Refused> {
         let refused = |message: String| Refused { error: McpError::Authorization(message), nonce: None };
-        let mut response =
-            self.inner.http.send_once(request).await.map_err(|e| refused(format!("{what} failed: {e}")))?;
-        let body = response
-            .bytes(RESPONSE_LIMIT)
-            .await
-            .map_err(|e| refused(format!("{what}: reading the answer failed: {e}")))?;
+        let exchanged = tokio::time::timeout(EXCHANGE_TIMEOUT, async {
+            let mut response = self.inner.http.send_once(request).await.map_err(|e| format!("{what} failed: {e}"))?;
+            let body =
+                response.bytes(RESPONSE_LIMIT).await.map_err(|e| format!("{what}: reading the answer failed: {e}"))?;
+            Ok::<_, String>((response, body))
+        })
+        .await;
+        let (response, body) = match exchanged {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(message)) => return Err(refused(message)),
+            Err(_) => return Err(refused(format!("{what}: no whole answer within {EXCHANGE_TIMEOUT:?}"))),
+        };
         let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if !response.status.is_success() {
             let error = value.get("error").and_then(Value::as_str).unwrap_or("no error code");
@@ -723,6 +755,9 @@ impl OAuth {
                 let proof = jwt::dpop_proof(key, method.as_str(), url, state.rs_nonce.as_deref(), Some(token), now())?;
                 Ok(vec![("authorization".to_owned(), format!("DPoP {token}")), ("dpop".to_owned(), proof)])
             }
+            // A DPoP-bound token kept by an earlier process whose key is gone: nothing is sent,
+            // and the server's refusal starts a new authorization.
+            (None, true) => Ok(Vec::new()),
             _ => Ok(vec![("authorization".to_owned(), format!("Bearer {token}"))]),
         }
     }
@@ -811,7 +846,7 @@ impl HeaderProvider for OAuth {
         }
         let current = state.saved.as_ref().map(|s| s.tokens.access_token.clone());
         let sent = refusal.authorization.as_deref().and_then(|a| a.split_once(' ')).map(|(_, token)| token);
-        if refusal.status == 401 && current.is_some() && current.as_deref() != sent {
+        if current.is_some() && current.as_deref() != sent {
             // Another request was refused first and got a new token: use it.
             return Ok(true);
         }
@@ -836,7 +871,7 @@ impl HeaderProvider for OAuth {
                 return Ok(false);
             }
             state.step_ups += 1;
-            let challenge = Challenge { scope: union_scopes(had.as_deref(), Some(wanted)), ..challenge };
+            let challenge = Challenge { scope: union_scopes(had.as_deref(), Some(wanted)), step_up: true, ..challenge };
             self.authorize_locked(&mut state, &challenge).await?;
             return Ok(true);
         }
@@ -856,6 +891,8 @@ struct Challenge {
     error: Option<String>,
     /// The server asked with the `DPoP` scheme.
     dpop: bool,
+    /// A step-up: `scope` already unites what was asked for before with what the server wants.
+    step_up: bool,
 }
 
 impl Challenge {
@@ -937,6 +974,18 @@ enum AuthMethod {
     PrivateKeyJwt,
 }
 
+impl AuthMethod {
+    /// Its name in metadata (`token_endpoint_auth_method`).
+    fn name(self) -> &'static str {
+        match self {
+            AuthMethod::Basic => "client_secret_basic",
+            AuthMethod::Post => "client_secret_post",
+            AuthMethod::None => "none",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
+        }
+    }
+}
+
 fn auth_method(client: &ClientCredentials, server: &AuthorizationServerMetadata) -> AuthMethod {
     if client.token_endpoint_auth_method.is_some() || client.client_secret.is_none() {
         return auth_method_without_metadata(client);
@@ -993,10 +1042,6 @@ fn read_callback(callback: &str, state: &str, server: &AuthorizationServerMetada
     let query = query.split_once('#').map_or(query, |(q, _)| q);
     let params = form_decode(query);
     let get = |name: &str| params.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
-    if let Some(error) = get("error") {
-        let description = get("error_description").unwrap_or_default();
-        return Err(McpError::Authorization(format!("the authorization was refused: {error} {description}")));
-    }
     if get("state") != Some(state) {
         return Err(McpError::Authorization(
             "the authorization response's state is not the one sent: refusing it (a forged redirect?)".into(),
@@ -1019,6 +1064,11 @@ fn read_callback(callback: &str, state: &str, server: &AuthorizationServerMetada
         }
         _ => {}
     }
+    // Only an answer that passed both checks is believed, errors included (RFC 9207 §2.4).
+    if let Some(error) = get("error") {
+        let description = get("error_description").unwrap_or_default();
+        return Err(McpError::Authorization(format!("the authorization was refused: {error} {description}")));
+    }
     match get("code") {
         Some(code) if !code.is_empty() => Ok(code.to_owned()),
         _ => Err(McpError::Authorization("the authorization response has no code".into())),
@@ -1032,25 +1082,22 @@ struct Pkce {
 }
 
 impl Pkce {
-    fn new() -> Self {
-        let verifier = random_token(32);
+    fn new() -> Result<Self, McpError> {
+        let verifier = random_token(32)?;
         let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
-        Pkce { challenge: URL_SAFE_NO_PAD.encode(digest.as_ref()), verifier }
+        Ok(Pkce { challenge: URL_SAFE_NO_PAD.encode(digest.as_ref()), verifier })
     }
 }
 
-/// `bytes` random bytes from the system's generator, base64url.
-fn random_token(bytes: usize) -> String {
+/// `bytes` random bytes from the system's generator, base64url. A system without one fails the
+/// flow: a predictable verifier, state or `jti` would defeat them.
+fn random_token(bytes: usize) -> Result<String, McpError> {
     use ring::rand::SecureRandom as _;
     let mut buffer = vec![0u8; bytes];
-    // The system generator fails only where the OS has none; fall back to the clock and the
-    // process id mixed by SHA-256 rather than fail the flow.
-    if ring::rand::SystemRandom::new().fill(&mut buffer).is_err() {
-        let seed = format!("{:?}{}", SystemTime::now(), std::process::id());
-        let digest = ring::digest::digest(&ring::digest::SHA256, seed.as_bytes());
-        buffer = digest.as_ref()[..bytes.min(32)].to_vec();
-    }
-    URL_SAFE_NO_PAD.encode(buffer)
+    ring::rand::SystemRandom::new()
+        .fill(&mut buffer)
+        .map_err(|_| McpError::Authorization("the system has no source of randomness for OAuth".into()))?;
+    Ok(URL_SAFE_NO_PAD.encode(buffer))
 }
 
 fn now() -> u64 {

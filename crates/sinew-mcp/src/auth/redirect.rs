@@ -88,7 +88,8 @@ impl AuthorizationHandler for LoopbackRedirect {
             .split_once('?')
             .map_or("", |(_, query)| query)
             .split('&')
-            .find_map(|pair| pair.strip_prefix("state="))
+            .filter_map(|pair| pair.strip_prefix("state="))
+            .next_back()
             .map(str::to_owned);
         (self.show)(url);
         tokio::time::timeout(self.timeout, accept_redirect(&listener, &path, state.as_deref()))

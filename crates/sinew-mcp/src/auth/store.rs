@@ -156,21 +156,36 @@ impl FileTokenStore {
         FileTokenStore { lock: path_lock(&path), path }
     }
 
-    async fn read_all(&self) -> HashMap<String, StoredAuthorization> {
+    /// Every authorization in the file. A file that cannot be read as one (broken, too large,
+    /// of another format) is moved aside to `NAME.unreadable` when `for_save`, so the save
+    /// that follows loses nothing that could be recovered.
+    async fn read_all(&self, for_save: bool) -> HashMap<String, StoredAuthorization> {
         let path = self.path.clone();
         let read = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
             use std::io::Read as _;
             let mut bytes = Vec::new();
-            std::fs::File::open(&path)?.take(FILE_LIMIT).read_to_end(&mut bytes)?;
+            std::fs::File::open(&path)?.take(FILE_LIMIT + 1).read_to_end(&mut bytes)?;
             Ok(bytes)
         })
         .await;
-        match read {
-            Ok(Ok(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|error| {
-                tracing::warn!(path = %self.path.display(), %error, "the MCP token file is not readable JSON: ignoring it");
+        let Ok(Ok(bytes)) = read else { return HashMap::new() };
+        let parsed = if bytes.len() as u64 > FILE_LIMIT {
+            Err(format!("it is over {FILE_LIMIT} bytes"))
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| e.to_string())
+        };
+        match parsed {
+            Ok(all) => all,
+            Err(error) => {
+                tracing::warn!(path = %self.path.display(), %error, "the MCP token file cannot be read: ignoring it");
+                if for_save {
+                    let aside = self.path.with_extension("unreadable");
+                    if let Err(error) = std::fs::rename(&self.path, &aside) {
+                        tracing::warn!(%error, "cannot move the unreadable MCP token file aside");
+                    }
+                }
                 HashMap::new()
-            }),
-            _ => HashMap::new(),
+            }
         }
     }
 }
@@ -179,12 +194,12 @@ impl FileTokenStore {
 impl TokenStore for FileTokenStore {
     async fn load(&self, server: &str) -> Option<StoredAuthorization> {
         let _guard = self.lock.lock().await;
-        self.read_all().await.remove(server)
+        self.read_all(false).await.remove(server)
     }
 
     async fn save(&self, server: &str, authorization: &StoredAuthorization) -> Result<(), McpError> {
         let _guard = self.lock.lock().await;
-        let mut all = self.read_all().await;
+        let mut all = self.read_all(true).await;
         all.insert(server.to_owned(), authorization.clone());
         let bytes = serde_json::to_vec_pretty(&all).map_err(|e| McpError::Serialization(e.to_string()))?;
         let path = self.path.clone();
@@ -208,14 +223,17 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
         WRITES.fetch_add(1, Ordering::Relaxed)
     ));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    // A new file of our own: never one planted at this name, nor a link's target.
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
     let mut file = options.open(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
+    let written = file.write_all(bytes).and_then(|()| file.sync_all()).and_then(|()| std::fs::rename(&temporary, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }

@@ -97,16 +97,21 @@ fn the_callback_is_checked_for_state_and_issuer() {
     check("http://127.0.0.1/cb?code=c&state=s1&iss=http%3A%2F%2Fas%2F", Some(true), Err("mix-up"));
     check("http://127.0.0.1/cb?code=c&state=other&iss=http%3A%2F%2Fas", Some(true), Err("state"));
     check("http://127.0.0.1/cb?state=s1&iss=http%3A%2F%2Fas", Some(true), Err("no code"));
-    check("http://127.0.0.1/cb?error=access_denied&error_description=no&state=s1", Some(true), Err("access_denied no"));
+    check(
+        "http://127.0.0.1/cb?error=access_denied&error_description=no&state=s1&iss=http%3A%2F%2Fas",
+        Some(true),
+        Err("access_denied no"),
+    );
+    check("http://127.0.0.1/cb?error=access_denied&state=forged", Some(true), Err("state"));
 }
 
 #[test]
 fn pkce_challenges_are_the_s256_of_their_verifiers() {
-    let pkce = Pkce::new();
+    let pkce = Pkce::new().unwrap();
     assert!(pkce.verifier.len() >= 43, "RFC 7636 wants 43 to 128 characters");
     let digest = ring::digest::digest(&ring::digest::SHA256, pkce.verifier.as_bytes());
     assert_eq!(pkce.challenge, URL_SAFE_NO_PAD.encode(digest.as_ref()));
-    assert_ne!(Pkce::new().verifier, pkce.verifier);
+    assert_ne!(Pkce::new().unwrap().verifier, pkce.verifier);
 }
 
 #[test]
@@ -209,6 +214,17 @@ async fn the_file_store_keeps_authorizations_private_and_survives_a_broken_file(
     assert_eq!(store.load("http://a/mcp").await, None);
     store.save("http://a/mcp", &saved).await.unwrap();
     assert_eq!(store.load("http://a/mcp").await, Some(saved));
+    assert_eq!(
+        std::fs::read(path.with_extension("unreadable")).unwrap(),
+        b"{ not json",
+        "the broken file is kept aside"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 fn jwt_parts(token: &str) -> (Value, Value, Vec<u8>, String) {
@@ -334,4 +350,33 @@ async fn futures_join<T>(
         results.push(handle.await);
     }
     results
+}
+
+#[test]
+fn oauth_traffic_goes_to_https_or_this_machine_only() {
+    for (url, safe) in [
+        ("https://as.example/token", true),
+        ("http://localhost:3000/token", true),
+        ("http://127.0.0.1/authorize", true),
+        ("http://[::1]:8080/x", true),
+        ("http://user@localhost:1/x", true),
+        ("http://169.254.169.254/latest", false),
+        ("http://as.example/token", false),
+        ("http://localhost.evil.example/x", false),
+        ("file:///etc/passwd", false),
+        ("-a Calculator", false),
+    ] {
+        assert_eq!(discovery::is_safe_endpoint(url), safe, "{url}");
+    }
+}
+
+#[test]
+fn a_refusal_hides_the_credential_it_carried() {
+    let refusal = Refusal {
+        status: 401,
+        www_authenticate: vec!["Bearer".into()],
+        authorization: Some("Bearer secret-token".into()),
+        dpop_nonce: None,
+    };
+    assert!(!format!("{refusal:?}").contains("secret-token"));
 }

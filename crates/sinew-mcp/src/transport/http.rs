@@ -60,8 +60,8 @@ pub trait HeaderProvider: Send + Sync {
     }
 }
 
-/// A request the server refused for its credentials.
-#[derive(Clone, Debug)]
+/// A request the server refused for its credentials. `Debug` hides the credential it carried.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Refusal {
     /// 401 (no or bad credentials) or 403 (not enough of them, e.g. `insufficient_scope`).
@@ -73,6 +73,17 @@ pub struct Refusal {
     pub authorization: Option<String>,
     /// The response's `DPoP-Nonce` header (RFC 9449 §9): the nonce the next proof must carry.
     pub dpop_nonce: Option<String>,
+}
+
+impl fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Refusal")
+            .field("status", &self.status)
+            .field("www_authenticate", &self.www_authenticate)
+            .field("authorization", &self.authorization.as_ref().map(|_| "****"))
+            .field("dpop_nonce", &self.dpop_nonce)
+            .finish()
+    }
 }
 
 /// Fixed headers.
