@@ -33,7 +33,8 @@
 //! - Hooks fire in the order documented on [`Hooks`].
 //! - Runs emit `tracing` spans `invoke_agent`, `chat` and `execute_tool` with OpenTelemetry GenAI
 //!   attributes (`gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.usage.input_tokens`,
-//!   `gen_ai.tool.name`...).
+//!   `gen_ai.tool.name`...); a `chat` span also records `sinew.time_to_first_chunk`, and the
+//!   messages themselves only when [`AgentLoopConfig::capture_message_content`] is set.
 //!
 //! Context: before each model call the history is compacted to the [`sinew_core::ContextConfig`]'s
 //! budget (on by default, [`Agent::with_context_config`]`(None)` turns it off) by the

@@ -344,6 +344,8 @@ impl OAuth {
     }
 
     /// Keeps tokens and the client's registration in `store` (read before the first request).
+    /// Like every `with_` method, it is for building: called on a clone, it makes a client of its
+    /// own that shares nothing with the others.
     #[must_use]
     pub fn with_store(self, store: impl TokenStore + 'static) -> Self {
         self.rebuild(|inner| inner.store = Arc::new(store))
@@ -411,6 +413,10 @@ impl OAuth {
             .or_else(|| discovered.resource.as_ref().and_then(|r| r.scopes_supported.as_ref()).map(|s| s.join(" ")))
             .map(|scope| with_offline_access(&scope, &discovered.server));
         state.requested.clone_from(&scope);
+        if !challenge.step_up {
+            // A new authorization starts the count of step-ups again.
+            state.step_ups = 0;
+        }
         if (inner.config.dpop || challenge.dpop) && state.dpop.is_none() {
             state.dpop = Some(SigningKey::generate_es256()?);
         }

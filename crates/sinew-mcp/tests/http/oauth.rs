@@ -368,3 +368,94 @@ async fn an_unattended_client_refuses_a_flow_that_needs_a_person() {
         "{error:?}"
     );
 }
+
+/// A server whose `tools/call` needs the scope `write`: tokens carry the scope their approval
+/// asked for, and a token without `write` gets 403 `insufficient_scope`.
+fn scoped_server(base: Arc<OnceLock<String>>) -> impl Fn(&ReceivedRequest) -> ServedResponse + Send + Sync {
+    let granted: Arc<Mutex<Vec<String>>> = Arc::default();
+    let asked: Arc<Mutex<String>> = Arc::default();
+    move |request| {
+        let base = base.get().cloned().unwrap_or_default();
+        let path = request.path.split('?').next().unwrap_or_default();
+        match path {
+            "/.well-known/oauth-protected-resource/mcp" => {
+                ServedResponse::json(200, &json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}))
+            }
+            "/.well-known/oauth-authorization-server" => ServedResponse::json(
+                200,
+                &json!({"issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"), "registration_endpoint": format!("{base}/register"),
+                    "code_challenge_methods_supported": ["S256"]}),
+            ),
+            "/register" => ServedResponse::json(201, &json!({"client_id": "c-1"})),
+            "/authorize" => {
+                *asked.lock().unwrap() = query(&request.path, "scope").unwrap_or_default().replace("%20", " ");
+                let state = query(&request.path, "state").unwrap_or_default();
+                ServedResponse::new(302).header("location", format!("{REDIRECT}?code=code-1&state={state}"))
+            }
+            "/token" => {
+                let scope = asked.lock().unwrap().clone();
+                let mut granted = granted.lock().unwrap();
+                granted.push(scope.clone());
+                let token = format!("token-{}", granted.len());
+                ServedResponse::json(200, &json!({"access_token": token, "token_type": "Bearer", "scope": scope}))
+            }
+            "/mcp" => {
+                let token = request.header("authorization").and_then(|h| h.strip_prefix("Bearer token-"));
+                let scope = token
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .and_then(|n| granted.lock().unwrap().get(n.wrapping_sub(1)).cloned());
+                let Some(scope) = scope else {
+                    return ServedResponse::new(401).header(
+                        "www-authenticate",
+                        format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                    );
+                };
+                let calls = request.json()["method"] == "tools/call";
+                if calls && !scope.split(' ').any(|s| s == "write") {
+                    return ServedResponse::new(403)
+                        .header("www-authenticate", r#"Bearer error="insufficient_scope", scope="write""#);
+                }
+                mcp(request)
+            }
+            _ => ServedResponse::new(404),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_call_refused_for_scope_asks_again_for_the_held_scopes_plus_the_named_one() {
+    let base = Arc::new(OnceLock::new());
+    let server = MockServer::start(scoped_server(base.clone())).await;
+    base.set(server.url()).unwrap();
+    // Configured scopes are asked for first; the step-up keeps them and adds the server's.
+    let config = OAuthConfig::new(REDIRECT).scopes("read");
+    let oauth = OAuth::new(format!("{}/mcp", server.url()), config, FollowRedirect::default());
+    let client = connect(&server, oauth).await.unwrap();
+    client.call_tool("t", json!({})).await.unwrap();
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/authorize"))
+        .map(|r| query(&r.path, "scope").unwrap_or_default())
+        .collect();
+    assert_eq!(asked, ["read", "read%20write"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_refused_for_scope_at_once_share_one_step_up() {
+    let base = Arc::new(OnceLock::new());
+    let server = MockServer::start(scoped_server(base.clone())).await;
+    base.set(server.url()).unwrap();
+    let oauth = OAuth::new(format!("{}/mcp", server.url()), OAuthConfig::new(REDIRECT), FollowRedirect::default());
+    let client = connect(&server, oauth).await.unwrap();
+    let calls = (0..4).map(|_| {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("t", json!({})).await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        call.await.unwrap().unwrap();
+    }
+    let approvals = server.requests().iter().filter(|r| r.path.starts_with("/authorize")).count();
+    assert_eq!(approvals, 2, "the first approval and one step-up, whatever the number of refused calls");
+}
