@@ -1,11 +1,13 @@
 //! Credentials sent as a header, and URLs with query parameters.
 
 use std::fmt;
+use std::sync::Arc;
 
+use crate::credentials::{Authorizer, BearerAuthorizer, TokenSource};
 use crate::request::HttpRequest;
 
 /// How requests authenticate. `Debug` never shows the secret.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Auth {
     /// No credentials (a local server).
     None,
@@ -18,18 +20,46 @@ pub enum Auth {
         /// The key, sent as is.
         value: String,
     },
+    /// `Authorization: Bearer <token>` with a token fetched when each attempt is sent (Google's
+    /// Application Default Credentials, Entra ID): see [`Auth::authorizer`].
+    Token(Arc<dyn TokenSource>),
 }
 
 impl Auth {
-    /// Adds the credentials to `request`.
+    /// Adds the credentials known now to `request`; a [`Auth::Token`]'s are added when the
+    /// request is sent, by [`Auth::authorizer`].
     pub fn apply(&self, request: &mut HttpRequest) {
         match self {
-            Auth::None => {}
+            Auth::None | Auth::Token(_) => {}
             Auth::Bearer(token) => request.headers.push(("authorization".into(), format!("Bearer {token}"))),
             Auth::Header { name, value } => request.headers.push((name.clone(), value.clone())),
         }
     }
+
+    /// What adds the credentials fetched when a request is sent: `Some` for [`Auth::Token`]
+    /// (what a [`crate::Protocol::authorizer`] returns).
+    pub fn authorizer(&self) -> Option<Arc<dyn Authorizer>> {
+        match self {
+            Auth::Token(source) => Some(Arc::new(BearerAuthorizer(Arc::clone(source)))),
+            _ => None,
+        }
+    }
 }
+
+/// Equal when they send the same credentials; token sources are equal when they are the same.
+impl PartialEq for Auth {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Auth::None, Auth::None) => true,
+            (Auth::Bearer(a), Auth::Bearer(b)) => a == b,
+            (Auth::Header { name: n1, value: v1 }, Auth::Header { name: n2, value: v2 }) => n1 == n2 && v1 == v2,
+            (Auth::Token(a), Auth::Token(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Auth {}
 
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -37,6 +67,7 @@ impl fmt::Debug for Auth {
             Auth::None => f.write_str("None"),
             Auth::Bearer(_) => f.write_str("Bearer(\"****\")"),
             Auth::Header { name, .. } => write!(f, "Header({name}: \"****\")"),
+            Auth::Token(source) => f.debug_tuple("Token").field(source).finish(),
         }
     }
 }

@@ -15,6 +15,9 @@
 //! - [`HttpProvider`]: a provider crate's [`Protocol`] (configuration, builder, decoder) as a
 //!   `StreamProvider`.
 //! - [`HttpRequest`]: what the pure request builders produce; its `Debug` hides secrets.
+//! - [`Authorizer`], [`TokenSource`], [`CredentialCache`]: credentials fetched when a request is
+//!   sent (cloud credential chains), cached until shortly before they expire and refreshed in
+//!   the background.
 //! - [`json::MaybeStr`]: for decoders that read events into typed, borrowed structs.
 //!
 //! ```
@@ -36,6 +39,7 @@
 
 mod auth;
 mod client;
+mod credentials;
 pub mod json;
 mod message;
 mod provider;
@@ -46,6 +50,7 @@ mod stream;
 
 pub use auth::{Auth, url_with_query};
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
+pub use credentials::{AccessToken, Authorizer, BearerAuthorizer, CachePolicy, CredentialCache, Expiring, TokenSource};
 pub use message::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 pub use provider::{HttpProvider, Protocol, env_var};
 pub use request::{
@@ -53,4 +58,4 @@ pub use request::{
     json_f32, redact_url,
 };
 pub use retry::{default_retry, error_for_status, error_message, retry_after};
-pub use stream::{StreamDecoder, StreamLimits, stream_response, stream_response_with};
+pub use stream::{StreamDecoder, StreamLimits, stream_authorized_response, stream_response, stream_response_with};

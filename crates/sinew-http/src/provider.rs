@@ -9,9 +9,10 @@ use futures::stream::BoxStream;
 use sinew_core::{CancellationToken, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest};
 
 use crate::client::HttpClient;
+use crate::credentials::Authorizer;
 use crate::request::HttpRequest;
 use crate::retry::default_retry;
-use crate::stream::{StreamDecoder, StreamLimits, stream_response_with};
+use crate::stream::{StreamDecoder, StreamLimits, stream_authorized_response};
 
 /// A wire protocol, as a provider crate defines it.
 pub trait Protocol: Send + Sync + 'static {
@@ -32,6 +33,13 @@ pub trait Protocol: Send + Sync + 'static {
 
     /// A decoder for the response to a request for `model`.
     fn decoder(config: &Self::Config, model: &str) -> Self::Decoder;
+
+    /// What adds credentials fetched when each attempt is sent (tokens that expire, signatures
+    /// made with keys from a credential chain); `None` (the default) when [`Protocol::request`]
+    /// added them.
+    fn authorizer(_config: &Self::Config) -> Option<Arc<dyn Authorizer>> {
+        None
+    }
 }
 
 /// A model behind protocol `P`, called over an [`HttpClient`].
@@ -121,7 +129,8 @@ impl<P: Protocol> StreamProvider for HttpProvider<P> {
         let http = P::request(&self.config, request);
         let decoder = P::decoder(&self.config, request.model);
         let retry = request.retry.unwrap_or(self.retry);
-        stream_response_with(self.client.clone(), http, retry, self.limits, decoder, cancel)
+        let authorizer = P::authorizer(&self.config);
+        stream_authorized_response(self.client.clone(), http, authorizer, retry, self.limits, decoder, cancel)
     }
 
     fn retries_requests(&self, _model: &str) -> bool {

@@ -2,6 +2,7 @@
 //! the call's [`StreamLimits`].
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -11,8 +12,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{HttpClient, HttpResponse};
+use crate::credentials::Authorizer;
 use crate::request::HttpRequest;
-use crate::retry::log_retry;
+use crate::retry::{Failure, log_retry};
 
 /// A pure, incremental decoder of one streamed response body.
 ///
@@ -125,10 +127,26 @@ pub fn stream_response_with<D: StreamDecoder>(
     decoder: D,
     cancel: CancellationToken,
 ) -> BoxStream<'static, StreamEvent> {
+    stream_authorized_response(client, request, None, retry, limits, decoder, cancel)
+}
+
+/// [`stream_response_with`] for a request whose credentials `authorizer` adds before each
+/// attempt (fetched then, so a retry gets fresh ones). An authorizer's error fails the attempt:
+/// retried when it is [retryable](ProviderError::is_retryable), else the stream's error.
+pub fn stream_authorized_response<D: StreamDecoder>(
+    client: HttpClient,
+    request: Result<HttpRequest, ProviderError>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    retry: RetryConfig,
+    limits: StreamLimits,
+    decoder: D,
+    cancel: CancellationToken,
+) -> BoxStream<'static, StreamEvent> {
     let now = Instant::now();
     let mut state = Transport {
         client,
         request: None,
+        authorizer,
         retry,
         attempt: 0,
         retry_at: None,
@@ -165,6 +183,7 @@ pub fn stream_response_with<D: StreamDecoder>(
 struct Transport<D> {
     client: HttpClient,
     request: Option<HttpRequest>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     retry: RetryConfig,
     /// Retries made so far.
     attempt: u32,
@@ -225,7 +244,7 @@ impl<D: StreamDecoder> Transport<D> {
             return;
         }
         let attempt = tokio::select! {
-            attempt = self.client.attempt(request, &self.cancel) => attempt,
+            attempt = authorized_attempt(&self.client, request, self.authorizer.as_deref(), &self.cancel) => attempt,
             () = deadline => {
                 self.decoder.fail(timeout(&self.limits, Expiry::Deadline), &mut self.decoded);
                 return;
@@ -304,6 +323,29 @@ impl<D: StreamDecoder> Transport<D> {
             self.response = None;
         }
         self.pending.extend(self.decoded.drain(..));
+    }
+}
+
+/// One attempt at `request`, its credentials added first by `authorizer` (to a copy: the next
+/// attempt gets its own).
+async fn authorized_attempt(
+    client: &HttpClient,
+    request: &HttpRequest,
+    authorizer: Option<&dyn Authorizer>,
+    cancel: &CancellationToken,
+) -> Result<HttpResponse, Failure> {
+    let Some(authorizer) = authorizer else {
+        return client.attempt(request, cancel).await;
+    };
+    let mut authorized = request.clone();
+    let outcome = tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(ProviderError::Cancelled),
+        outcome = authorizer.authorize(&mut authorized) => outcome,
+    };
+    match outcome {
+        Ok(()) => client.attempt(&authorized, cancel).await,
+        Err(error) => Err(Failure { retryable: error.is_retryable(), error, server_delay: None }),
     }
 }
 

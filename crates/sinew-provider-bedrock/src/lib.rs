@@ -2,8 +2,9 @@
 //! `application/vnd.amazon.eventstream` response (prelude, headers, payload, two CRC32s), signed
 //! with SigV4 (the `aws-sigv4` crate) or authenticated with a Bedrock API key.
 //!
-//! Sans-IO at its heart: [`build_request`] turns a [`sinew_core::StreamRequest`] into a signed
-//! `/model/{id}/converse-stream` call (the time and credentials are inputs, so it is testable);
+//! Sans-IO at its heart: [`build_request`] turns a [`sinew_core::StreamRequest`] into a
+//! `/model/{id}/converse-stream` call, and [`sign_request`] signs it (the time and credentials
+//! are inputs, so it is testable; the provider signs each attempt when it is sent);
 //! [`decoder`] turns the response bytes into [`sinew_core::StreamEvent`]s (frames validated
 //! incrementally, events dispatched on `:event-type`, `exception` frames as errors, the `p`
 //! padding ignored). [`BedrockProvider`] joins them over `sinew-http`.
@@ -28,16 +29,23 @@
 //! ```
 //!
 //! ## Feature flags
-//! None.
+//! - `credential-chain`: [`AwsCredentialChain`], AWS's default credential chain from
+//!   `aws-config` (environment, profiles, SSO, web identity, ECS and EC2 instance metadata,
+//!   `credential_process`), cached and refreshed before expiry; [`BedrockConfig::from_env`] uses
+//!   it when no API key is set.
 
+#[cfg(feature = "credential-chain")]
+mod chain;
 mod decode;
 pub mod eventstream;
 mod provider;
 mod request;
 
+#[cfg(feature = "credential-chain")]
+pub use chain::AwsCredentialChain;
 pub use decode::{BedrockDecoder, PROVIDER_ID, decoder};
 pub use provider::{Bedrock, BedrockProvider};
 pub use request::{
-    AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, SUPPORTED_OPTIONS, Secret, body,
-    build_request, check_inputs, check_options, sign_request,
+    AwsCredentials, BedrockAuth, BedrockConfig, CredentialsProvider, EnvCredentials, SUPPORTED_OPTIONS, Secret,
+    SigV4Authorizer, body, build_request, check_inputs, check_options, sign_request,
 };

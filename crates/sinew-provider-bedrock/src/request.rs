@@ -1,9 +1,11 @@
-//! The ConverseStream request, built from a [`StreamRequest`] and signed (pure: the time and
-//! the credentials are inputs).
+//! The ConverseStream request, built from a [`StreamRequest`], and its SigV4 signature (pure:
+//! the time and the credentials are inputs).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use async_trait::async_trait;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
@@ -12,7 +14,7 @@ use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
     ToolChoice, WirePrefix,
 };
-use sinew_http::{HttpRequest, env_var};
+use sinew_http::{Authorizer, HttpRequest, env_var};
 
 use crate::decode::PROVIDER_ID;
 
@@ -51,14 +53,18 @@ impl AwsCredentials {
     }
 }
 
-/// Where credentials come from, asked before every request so rotating ones stay fresh.
+/// Where credentials come from, asked before every attempt is sent so rotating ones stay fresh
+/// (an implementation that fetches them caches them: see [`sinew_http::CredentialCache`]).
+#[async_trait]
 pub trait CredentialsProvider: Send + Sync + fmt::Debug {
-    /// The credentials to sign the next request with; an error fails that request.
-    fn credentials(&self) -> Result<AwsCredentials, ProviderError>;
+    /// The credentials to sign the next attempt with; an error fails that attempt (and is
+    /// retried when it is [retryable](ProviderError::is_retryable)).
+    async fn credentials(&self) -> Result<AwsCredentials, ProviderError>;
 }
 
+#[async_trait]
 impl CredentialsProvider for AwsCredentials {
-    fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+    async fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
         Ok(self.clone())
     }
 }
@@ -67,17 +73,35 @@ impl CredentialsProvider for AwsCredentials {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EnvCredentials;
 
+#[async_trait]
 impl CredentialsProvider for EnvCredentials {
-    fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+    async fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
         AwsCredentials::from_env()
+    }
+}
+
+/// Signs each attempt with SigV4, with credentials the provider gives then, at the time it is
+/// sent (what [`BedrockConfig::authorizer`] returns).
+#[derive(Clone, Debug)]
+pub struct SigV4Authorizer {
+    credentials: Arc<dyn CredentialsProvider>,
+    region: String,
+}
+
+#[async_trait]
+impl Authorizer for SigV4Authorizer {
+    async fn authorize(&self, request: &mut HttpRequest) -> Result<(), ProviderError> {
+        let credentials = self.credentials.credentials().await?;
+        sign_request(request, &credentials, &self.region, "bedrock", SystemTime::now())
     }
 }
 
 /// How requests authenticate.
 #[derive(Clone, Debug)]
 pub enum BedrockAuth {
-    /// Signature Version 4 with credentials from the provider.
-    SigV4(std::sync::Arc<dyn CredentialsProvider>),
+    /// Signature Version 4 with credentials from the provider, signed when each attempt is
+    /// sent.
+    SigV4(Arc<dyn CredentialsProvider>),
     /// A Bedrock API key (`Authorization: Bearer`). `Debug` hides it.
     ApiKey(Secret),
 }
@@ -110,7 +134,28 @@ impl BedrockConfig {
         BedrockConfig {
             endpoint: format!("https://bedrock-runtime.{region}.amazonaws.com"),
             region,
-            auth: BedrockAuth::SigV4(std::sync::Arc::new(credentials)),
+            auth: BedrockAuth::SigV4(Arc::new(credentials)),
+        }
+    }
+
+    /// Requests to `region` signed with credentials from `credentials`, shared with others.
+    pub fn with_credentials(region: impl Into<String>, credentials: Arc<dyn CredentialsProvider>) -> Self {
+        let region = region.into();
+        BedrockConfig {
+            endpoint: format!("https://bedrock-runtime.{region}.amazonaws.com"),
+            region,
+            auth: BedrockAuth::SigV4(credentials),
+        }
+    }
+
+    /// What signs each attempt when it is sent: `Some` for SigV4, `None` for an API key (which
+    /// [`build_request`] adds).
+    pub fn authorizer(&self) -> Option<Arc<dyn Authorizer>> {
+        match &self.auth {
+            BedrockAuth::SigV4(credentials) => {
+                Some(Arc::new(SigV4Authorizer { credentials: Arc::clone(credentials), region: self.region.clone() }))
+            }
+            BedrockAuth::ApiKey(_) => None,
         }
     }
 
@@ -125,15 +170,13 @@ impl BedrockConfig {
     }
 }
 
-/// The signed request of a ConverseStream call at `time`, every message written (the provider
-/// resumes from what [`StreamRequest::history`] kept, and checks the inputs first).
-pub fn build_request(
-    config: &BedrockConfig,
-    request: &StreamRequest<'_>,
-    time: SystemTime,
-) -> Result<HttpRequest, ProviderError> {
+/// The request of a ConverseStream call, every message written (the provider resumes from what
+/// [`StreamRequest::history`] kept, and checks the inputs first). An API key is in it; a SigV4
+/// signature is added when it is sent ([`BedrockConfig::authorizer`], or [`sign_request`] with
+/// credentials and a time of your own).
+pub fn build_request(config: &BedrockConfig, request: &StreamRequest<'_>) -> HttpRequest {
     let (body, _) = body_bytes(request, WirePrefix::new(message_format(request)));
-    signed_request(config, request, body, time)
+    unsigned_request(config, request, body)
 }
 
 /// [`build_request`] for a request whose inputs are checked first ([`check_inputs`]): those of
@@ -142,7 +185,6 @@ pub fn build_request(
 pub(crate) fn checked_request(
     config: &BedrockConfig,
     request: &StreamRequest<'_>,
-    time: SystemTime,
 ) -> Result<HttpRequest, ProviderError> {
     let body = request.resume_messages(
         message_format(request),
@@ -150,28 +192,20 @@ pub(crate) fn checked_request(
         |first| check_inputs_from(request, first),
         |prefix| body_bytes(request, prefix),
     )?;
-    signed_request(config, request, body, time)
+    Ok(unsigned_request(config, request, body))
 }
 
-fn signed_request(
-    config: &BedrockConfig,
-    request: &StreamRequest<'_>,
-    body: Vec<u8>,
-    time: SystemTime,
-) -> Result<HttpRequest, ProviderError> {
+fn unsigned_request(config: &BedrockConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
     let url = format!(
         "{}/model/{}/converse-stream",
         config.endpoint.trim_end_matches('/'),
         encode_path_segment(request.model)
     );
     let mut http = HttpRequest::post_json(url, body).header("accept", "application/vnd.amazon.eventstream");
-    match &config.auth {
-        BedrockAuth::ApiKey(key) => http.headers.push(("authorization".into(), format!("Bearer {}", key.0))),
-        BedrockAuth::SigV4(provider) => {
-            sign_request(&mut http, &provider.credentials()?, &config.region, "bedrock", time)?
-        }
+    if let BedrockAuth::ApiKey(key) = &config.auth {
+        http.headers.push(("authorization".into(), format!("Bearer {}", key.0)));
     }
-    Ok(http)
+    http
 }
 
 /// What decides the bytes of a history message here: this builder, and whether messages get a

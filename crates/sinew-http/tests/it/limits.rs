@@ -2,6 +2,7 @@
 //! stream that only sends keep-alives, a day-long `retry-after`. Each call ends within its limits
 //! with a clear error (or, for the delay, with a prompt retry), keeping the partial message.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,19 +11,22 @@ use sinew_core::{
     StreamRequest,
 };
 use sinew_http::sse::SseEvent;
-use sinew_http::{HttpProvider, HttpRequest, Protocol, SseHandler, SseMessageDecoder, StreamLimits, TextBlocks};
+use sinew_http::{
+    Auth, Authorizer, HttpProvider, HttpRequest, Protocol, SseHandler, SseMessageDecoder, StreamLimits, TextBlocks,
+};
 use sinew_testing::{MockServer, ServedResponse};
 
 /// A minimal SSE protocol: every `data:` is text, `[DONE]` ends the message.
-struct Lines;
+pub(crate) struct Lines;
 
 #[derive(Debug)]
-struct LinesConfig {
-    url: String,
+pub(crate) struct LinesConfig {
+    pub(crate) url: String,
+    pub(crate) auth: Auth,
 }
 
 #[derive(Debug)]
-struct LineEvents {
+pub(crate) struct LineEvents {
     message: AssistantMessage,
     blocks: TextBlocks,
     started: bool,
@@ -68,7 +72,13 @@ impl Protocol for Lines {
     }
 
     fn request(config: &LinesConfig, _: &StreamRequest<'_>) -> Result<HttpRequest, ProviderError> {
-        Ok(HttpRequest::post_json(config.url.clone(), "{}"))
+        let mut request = HttpRequest::post_json(config.url.clone(), "{}");
+        config.auth.apply(&mut request);
+        Ok(request)
+    }
+
+    fn authorizer(config: &LinesConfig) -> Option<Arc<dyn Authorizer>> {
+        config.auth.authorizer()
     }
 
     fn decoder(_: &LinesConfig, model: &str) -> Self::Decoder {
@@ -82,11 +92,13 @@ impl Protocol for Lines {
 
 fn provider(server: &MockServer, limits: StreamLimits) -> HttpProvider<Lines> {
     let retry = RetryConfig::new(2, 1, 1.0, 1);
-    HttpProvider::<Lines>::new(LinesConfig { url: server.url() }).with_retry(retry).with_limits(limits)
+    HttpProvider::<Lines>::new(LinesConfig { url: server.url(), auth: Auth::None })
+        .with_retry(retry)
+        .with_limits(limits)
 }
 
 /// Runs one call; returns the error and the partial message it ended with.
-async fn failure(provider: &HttpProvider<Lines>) -> (ProviderError, AssistantMessage) {
+pub(crate) async fn failure(provider: &HttpProvider<Lines>) -> (ProviderError, AssistantMessage) {
     let prompt = Message::user("hi");
     let messages = [&prompt];
     let request = StreamRequest::new("m", "", &messages);

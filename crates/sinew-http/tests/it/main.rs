@@ -2,5 +2,6 @@
 //! client against a real server on loopback.
 
 mod client;
+mod credentials;
 mod fixtures;
 mod limits;

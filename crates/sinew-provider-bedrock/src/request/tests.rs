@@ -39,13 +39,25 @@ fn sigv4_matches_the_aws_test_suite_get_vanilla_vector() {
     );
 }
 
+/// The request as the provider sends it at the suite's time.
+fn signed(config: &BedrockConfig, request: &StreamRequest<'_>) -> HttpRequest {
+    let mut http = build_request(config, request);
+    let credentials = match &config.auth {
+        BedrockAuth::SigV4(_) => example_credentials(Some("SESSION-SECRET")),
+        BedrockAuth::ApiKey(_) => return http,
+    };
+    sign_request(&mut http, &credentials, &config.region, "bedrock", suite_time()).unwrap();
+    http
+}
+
 #[test]
 fn converse_stream_requests_are_signed_with_the_session_token_and_hide_secrets() {
     let history = [Message::user("hi")];
     let refs: Vec<&Message> = history.iter().collect();
     let request = StreamRequest::new("anthropic.claude-3-7-sonnet-20250219-v1:0", "", &refs);
     let config = BedrockConfig::new("eu-west-1", example_credentials(Some("SESSION-SECRET")));
-    let http = build_request(&config, &request, suite_time()).unwrap();
+    assert_eq!(build_request(&config, &request).header_value("authorization"), None, "signed when sent");
+    let http = signed(&config, &request);
     assert_eq!(
         http.url,
         "https://bedrock-runtime.eu-west-1.amazonaws.com/model/anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse-stream"
@@ -57,30 +69,40 @@ fn converse_stream_requests_are_signed_with_the_session_token_and_hide_secrets()
     );
     assert!(authorization.contains("x-amz-security-token"), "the token is signed: {authorization}");
     // Deterministic: same inputs, same signature.
-    assert_eq!(build_request(&config, &request, suite_time()).unwrap(), http);
+    assert_eq!(signed(&config, &request), http);
     let shown = format!("{http:?} {config:?}");
     assert!(!shown.contains("SECRET") && !shown.contains("EXAMPLEKEY"), "{shown}");
 
-    let http = build_request(&BedrockConfig::with_api_key("us-east-1", "ABSK-SECRET"), &request, suite_time()).unwrap();
+    let http = build_request(&BedrockConfig::with_api_key("us-east-1", "ABSK-SECRET"), &request);
     assert_eq!(http.header_value("authorization"), Some("Bearer ABSK-SECRET"));
     assert_eq!(http.header_value("x-amz-date"), None);
     assert!(!format!("{http:?}").contains("ABSK-SECRET"));
 }
 
-#[test]
-fn missing_credentials_are_a_clear_error() {
+#[tokio::test]
+async fn the_authorizer_signs_with_the_providers_credentials_or_reports_their_absence() {
     #[derive(Debug)]
     struct Nothing;
+    #[async_trait]
     impl CredentialsProvider for Nothing {
-        fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+        async fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
             Err(ProviderError::Auth("no credentials configured".into()))
         }
     }
     let history = [Message::user("hi")];
     let refs: Vec<&Message> = history.iter().collect();
     let request = StreamRequest::new("m", "", &refs);
-    let error = build_request(&BedrockConfig::new("us-east-1", Nothing), &request, suite_time()).unwrap_err();
+    let config = BedrockConfig::new("us-east-1", Nothing);
+    let mut http = build_request(&config, &request);
+    let error = config.authorizer().unwrap().authorize(&mut http).await.unwrap_err();
     assert_eq!(error, ProviderError::Auth("no credentials configured".into()));
+
+    let config = BedrockConfig::new("eu-west-1", example_credentials(None));
+    config.authorizer().unwrap().authorize(&mut http).await.unwrap();
+    let authorization = http.header_value("authorization").unwrap();
+    assert!(authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/"), "{authorization}");
+    assert!(authorization.contains("/eu-west-1/bedrock/aws4_request"), "{authorization}");
+    assert!(BedrockConfig::with_api_key("us-east-1", "k").authorizer().is_none(), "the key is in the request");
 }
 
 /// A server tool's result, as Bedrock streams it into an answer: sent back with it.
@@ -292,7 +314,7 @@ fn body_with(model: &str, messages: &[Message], cache: Option<(&sinew_core::Wire
     let refs: Vec<&Message> = messages.iter().collect();
     let mut request = StreamRequest::new(model, "Be brief.", &refs);
     request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
-    checked_request(&config, &request, suite_time()).ok().map(|http| http.body.to_vec())
+    checked_request(&config, &request).ok().map(|http| http.body.to_vec())
 }
 
 proptest::proptest! {

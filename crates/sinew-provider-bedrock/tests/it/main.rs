@@ -2,5 +2,7 @@
 //! recorded from the real service (`sinew-testing/fixtures`), and the provider against a real HTTP
 //! server.
 
+#[cfg(feature = "credential-chain")]
+mod chain;
 mod fixtures;
 mod transport;

@@ -65,8 +65,9 @@ async fn an_exception_frame_mid_stream_ends_with_its_error_and_the_partial_text(
 async fn a_request_that_cannot_be_signed_fails_without_reaching_the_server() {
     #[derive(Debug)]
     struct Expired;
+    #[async_trait::async_trait]
     impl sinew_provider_bedrock::CredentialsProvider for Expired {
-        fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
+        async fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
             Err(ProviderError::Auth("the SSO session has expired".into()))
         }
     }
