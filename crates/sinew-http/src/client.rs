@@ -352,8 +352,9 @@ fn head_too_large(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// An error and its causes, `outer: inner: innermost`.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+/// An error and its causes, `outer: inner: innermost` (a cause already in the text is not
+/// repeated).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

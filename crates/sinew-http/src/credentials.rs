@@ -201,10 +201,7 @@ impl<T: Clone + Send + Sync + 'static> CredentialCache<T> {
 
 /// Starts the one fetch of `inner` (the caller holds its slot's lock) and returns it; when it
 /// ends, its result is kept (a success) or noted (a failure), whoever awaits it.
-fn start_fetch<T: Clone + Send + Sync + 'static>(
-    inner: &Arc<Inner<T>>,
-    slot: &mut Slot<T>,
-) -> Fetching<T> {
+fn start_fetch<T: Clone + Send + Sync + 'static>(inner: &Arc<Inner<T>>, slot: &mut Slot<T>) -> Fetching<T> {
     let fetch = (inner.fetch)();
     let timeout = inner.policy.fetch_timeout;
     let weak: Weak<Inner<T>> = Arc::downgrade(inner);

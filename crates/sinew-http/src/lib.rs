@@ -49,7 +49,7 @@ pub mod sse;
 mod stream;
 
 pub use auth::{Auth, url_with_query};
-pub use client::{HttpClient, HttpClientBuilder, HttpResponse};
+pub use client::{HttpClient, HttpClientBuilder, HttpResponse, error_chain};
 pub use credentials::{AccessToken, Authorizer, BearerAuthorizer, CachePolicy, CredentialCache, Expiring, TokenSource};
 pub use message::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 pub use provider::{HttpProvider, Protocol, env_var};

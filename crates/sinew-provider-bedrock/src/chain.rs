@@ -1,7 +1,6 @@
 //! AWS's default credential chain, from `aws-config`, as a [`CredentialsProvider`] (feature
 //! `credential-chain`).
 
-use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
 
@@ -12,7 +11,7 @@ use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvid
 use aws_smithy_http_client::tls::Provider as TlsProvider;
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use sinew_core::{Failure, ProviderError};
-use sinew_http::{CredentialCache, Expiring};
+use sinew_http::{CredentialCache, Expiring, error_chain};
 use tokio::sync::OnceCell;
 
 use crate::request::{AwsCredentials, CredentialsProvider};
@@ -121,13 +120,7 @@ async fn fetch(provider: &SharedCredentialsProvider) -> Result<Expiring<AwsCrede
 /// The chain's error with its causes (aws-config's messages name sources and files, never a
 /// credential). A source that timed out may answer next time.
 fn error(error: CredentialsError) -> ProviderError {
-    let mut message = format!("no AWS credentials: {error}");
-    let mut cause = error.source();
-    while let Some(source) = cause {
-        message.push_str(": ");
-        message.push_str(&source.to_string());
-        cause = source.source();
-    }
+    let message = format!("no AWS credentials: {}", error_chain(&error));
     match error {
         CredentialsError::ProviderTimedOut(_) => ProviderError::Network(Failure::from(message)),
         _ => ProviderError::Auth(message),

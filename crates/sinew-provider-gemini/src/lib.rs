@@ -27,12 +27,18 @@
 //! ```
 //!
 //! ## Feature flags
-//! None.
+//! - `adc`: [`GoogleCredentials`], Google's Application Default Credentials (from
+//!   `google-cloud-auth`) for Vertex AI, whose tokens are refreshed before they expire;
+//!   [`GeminiConfig::vertex_from_env`] uses them when no token is set.
 
+#[cfg(feature = "adc")]
+mod adc;
 mod decode;
 mod provider;
 mod request;
 
+#[cfg(feature = "adc")]
+pub use adc::{CLOUD_PLATFORM_SCOPE, GoogleCredentials};
 pub use decode::{GeminiDecoder, GeminiEvents, decoder};
 pub use provider::{Gemini, GeminiProvider};
 pub use request::{GeminiConfig, SKIP_SIGNATURE, SUPPORTED_OPTIONS, body, build_request, check_inputs, check_options};

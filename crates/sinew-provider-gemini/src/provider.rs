@@ -1,8 +1,10 @@
 //! The transport: [`GeminiProvider`] is `sinew-http`'s [`HttpProvider`] over the [`Gemini`]
 //! protocol.
 
+use std::sync::Arc;
+
 use sinew_core::{ProviderError, StreamRequest};
-use sinew_http::{HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
+use sinew_http::{Auth, Authorizer, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{GeminiEvents, decoder};
 use crate::request::{GeminiConfig, check_options, checked_request};
@@ -46,6 +48,10 @@ impl Protocol for Gemini {
     fn decoder(config: &GeminiConfig, model: &str) -> Self::Decoder {
         decoder(&config.provider_id, model)
     }
+
+    fn authorizer(config: &GeminiConfig) -> Option<Arc<dyn Authorizer>> {
+        config.auth.authorizer()
+    }
 }
 
 impl GeminiConfig {
@@ -58,15 +64,32 @@ impl GeminiConfig {
     }
 
     /// Vertex AI: `GOOGLE_CLOUD_PROJECT`, `GOOGLE_CLOUD_LOCATION` (default `global`) and an
-    /// access token in `GOOGLE_VERTEX_ACCESS_TOKEN` (e.g. from `gcloud auth print-access-token`;
-    /// tokens expire, so long-running hosts refresh and rebuild).
+    /// access token in `GOOGLE_VERTEX_ACCESS_TOKEN` (e.g. from `gcloud auth print-access-token`),
+    /// else, with the feature `adc`, Application Default Credentials
+    /// ([`crate::GoogleCredentials`]), whose tokens are refreshed.
     pub fn vertex_from_env() -> Result<Self, ProviderError> {
         let project =
             env_var("GOOGLE_CLOUD_PROJECT").ok_or_else(|| ProviderError::Other("set GOOGLE_CLOUD_PROJECT".into()))?;
         let location = env_var("GOOGLE_CLOUD_LOCATION").unwrap_or_else(|| "global".into());
-        let token = env_var("GOOGLE_VERTEX_ACCESS_TOKEN").ok_or_else(|| {
-            ProviderError::Auth("set GOOGLE_VERTEX_ACCESS_TOKEN (gcloud auth print-access-token)".into())
-        })?;
-        Ok(GeminiConfig::vertex(&project, &location, token))
+        let auth = match env_var("GOOGLE_VERTEX_ACCESS_TOKEN") {
+            Some(token) => Auth::Bearer(token),
+            None => default_auth()?,
+        };
+        Ok(GeminiConfig::vertex_with_auth(&project, &location, auth))
     }
+}
+
+/// Application Default Credentials, located at the first request.
+#[cfg(feature = "adc")]
+fn default_auth() -> Result<Auth, ProviderError> {
+    Ok(Auth::Token(Arc::new(crate::GoogleCredentials::from_env())))
+}
+
+#[cfg(not(feature = "adc"))]
+fn default_auth() -> Result<Auth, ProviderError> {
+    Err(ProviderError::Auth(
+        "set GOOGLE_VERTEX_ACCESS_TOKEN (gcloud auth print-access-token), or build sinew-provider-gemini with its \
+         `adc` feature for Application Default Credentials"
+            .into(),
+    ))
 }

@@ -50,8 +50,16 @@ impl GeminiConfig {
     }
 
     /// Vertex AI in `project` at `location` (`us-central1`, or `global`) with an OAuth access
-    /// token (`gcloud auth print-access-token`, or a service account's).
+    /// token (`gcloud auth print-access-token`, or a service account's). Tokens expire within
+    /// the hour: a long-running host uses [`GeminiConfig::vertex_with_auth`] with a source that
+    /// refreshes them (Application Default Credentials, with the feature `adc`).
     pub fn vertex(project: &str, location: &str, access_token: impl Into<String>) -> Self {
+        GeminiConfig::vertex_with_auth(project, location, Auth::Bearer(access_token.into()))
+    }
+
+    /// Vertex AI in `project` at `location` with `auth`, such as an [`Auth::Token`] whose source
+    /// fetches and refreshes tokens.
+    pub fn vertex_with_auth(project: &str, location: &str, auth: Auth) -> Self {
         let host = if location == "global" {
             "aiplatform.googleapis.com".to_owned()
         } else {
@@ -60,7 +68,7 @@ impl GeminiConfig {
         GeminiConfig {
             provider_id: "google_vertex".into(),
             models_url: format!("https://{host}/v1/projects/{project}/locations/{location}/publishers/google/models"),
-            auth: Auth::Bearer(access_token.into()),
+            auth,
             extra_headers: Vec::new(),
         }
     }

@@ -1,8 +1,10 @@
 //! The transport: [`OpenAiChatProvider`] is `sinew-http`'s [`HttpProvider`] over the
 //! [`OpenAiChat`] protocol.
 
+use std::sync::Arc;
+
 use sinew_core::{ProviderError, StreamRequest};
-use sinew_http::{Auth, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
+use sinew_http::{Auth, Authorizer, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{ChatEvents, decoder};
 use crate::request::{OpenAiChatConfig, check_options, checked_request};
@@ -43,6 +45,10 @@ impl Protocol for OpenAiChat {
 
     fn decoder(config: &OpenAiChatConfig, model: &str) -> Self::Decoder {
         decoder(&config.provider_id, model)
+    }
+
+    fn authorizer(config: &OpenAiChatConfig) -> Option<Arc<dyn Authorizer>> {
+        config.auth.authorizer()
     }
 }
 

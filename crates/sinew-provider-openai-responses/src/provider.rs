@@ -1,8 +1,10 @@
 //! The transport: [`ResponsesProvider`] is `sinew-http`'s [`HttpProvider`] over the
 //! [`OpenAiResponses`] protocol.
 
+use std::sync::Arc;
+
 use sinew_core::{ProviderError, StreamRequest};
-use sinew_http::{HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
+use sinew_http::{Authorizer, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{ResponsesEvents, decoder};
 use crate::request::{ResponsesConfig, check_options, checked_request};
@@ -45,6 +47,10 @@ impl Protocol for OpenAiResponses {
 
     fn decoder(config: &ResponsesConfig, model: &str) -> Self::Decoder {
         decoder(&config.provider_id, model)
+    }
+
+    fn authorizer(config: &ResponsesConfig) -> Option<Arc<dyn Authorizer>> {
+        config.auth.authorizer()
     }
 }
 

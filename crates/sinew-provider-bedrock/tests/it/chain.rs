@@ -123,7 +123,12 @@ async fn each_source_of_the_chain_gives_its_credentials() {
         (SSO_CACHE, sso_token),
     ];
     let cases: [Case<'_>; 8] = [
-        ("environment", vec![("AWS_ACCESS_KEY_ID", "ENV-KEY"), ("AWS_SECRET_ACCESS_KEY", "SECRET-VALUE")], "ENV-KEY", None),
+        (
+            "environment",
+            vec![("AWS_ACCESS_KEY_ID", "ENV-KEY"), ("AWS_SECRET_ACCESS_KEY", "SECRET-VALUE")],
+            "ENV-KEY",
+            None,
+        ),
         (
             "environment with a session token",
             vec![
