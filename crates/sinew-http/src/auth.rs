@@ -84,6 +84,21 @@ pub fn url_with_query(base: &str, path: &str, query: &[(String, String)]) -> Str
     url
 }
 
+/// `name=value&...`, each part percent-encoded: an `application/x-www-form-urlencoded` body or a
+/// query string.
+pub fn form_urlencoded(pairs: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    for (i, (name, value)) in pairs.iter().enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        encode_into(&mut out, name);
+        out.push('=');
+        encode_into(&mut out, value);
+    }
+    out
+}
+
 fn encode_into(out: &mut String, text: &str) {
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -110,6 +125,10 @@ mod tests {
             "https://h.test/x?alt=sse&api-version=2025-04-01-preview"
         );
         assert_eq!(url_with_query("https://h.test", "/x", &[]), "https://h.test/x");
+        assert_eq!(
+            form_urlencoded(&[("scope", "https://x/.default"), ("a", "b c")]),
+            "scope=https%3A%2F%2Fx%2F.default&a=b%20c"
+        );
     }
 
     #[test]

@@ -36,10 +36,15 @@
 //! - `webpki-roots` (default): trust Mozilla's root certificates, compiled in.
 //! - `native-roots`: trust the operating system's store (falls back to Mozilla's roots when both
 //!   features are on and the store is empty).
+//! - `entra`: [`EntraCredential`], Microsoft Entra ID tokens for Azure OpenAI from the sources
+//!   Azure's `DefaultAzureCredential` tries (a service principal's secret, workload identity,
+//!   managed identity, the Azure CLI).
 
 mod auth;
 mod client;
 mod credentials;
+#[cfg(feature = "entra")]
+mod entra;
 pub mod json;
 mod message;
 mod provider;
@@ -48,9 +53,11 @@ mod retry;
 pub mod sse;
 mod stream;
 
-pub use auth::{Auth, url_with_query};
+pub use auth::{Auth, form_urlencoded, url_with_query};
 pub use client::{HttpClient, HttpClientBuilder, HttpResponse, error_chain};
 pub use credentials::{AccessToken, Authorizer, BearerAuthorizer, CachePolicy, CredentialCache, Expiring, TokenSource};
+#[cfg(feature = "entra")]
+pub use entra::{COGNITIVE_SERVICES_SCOPE, EntraCredential};
 pub use message::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 pub use provider::{HttpProvider, Protocol, env_var};
 pub use request::{

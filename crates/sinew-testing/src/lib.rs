@@ -61,6 +61,7 @@ pub mod schema;
 mod server;
 mod tools;
 pub mod transport;
+mod vars;
 pub mod wire;
 
 pub use assert::{assert_history_valid, assert_subsequence, kinds, shape, streamed_text};
@@ -78,6 +79,7 @@ pub use mock::{MockProvider, MockResponse, MockStep, RecordedRequest};
 pub use options::{assert_option_support, cached_as, each_option, leak_options};
 pub use server::{BodyEnd, MockServer, ReceivedRequest, ServedResponse};
 pub use tools::{EchoTool, FnTool};
+pub use vars::env_vars;
 
 /// A memory figure of this process in KiB, from `/proc/self/status` (`"VmRSS"` now, `"VmHWM"`
 /// the peak); `None` where there is no such file (not Linux). For benchmarks.

@@ -3,5 +3,7 @@
 
 mod client;
 mod credentials;
+#[cfg(feature = "entra")]
+mod entra;
 mod fixtures;
 mod limits;

@@ -13,7 +13,7 @@ use sinew_core::{CancellationToken, ProviderError};
 use sinew_http::{Auth, TokenSource};
 use sinew_provider_gemini::{CLOUD_PLATFORM_SCOPE, GeminiConfig, GeminiProvider, GoogleCredentials};
 use sinew_testing::transport::{self, quick_retry};
-use sinew_testing::{MockServer, ReceivedRequest, ServedResponse, fixture_bytes};
+use sinew_testing::{MockServer, ReceivedRequest, ServedResponse, env_vars, fixture_bytes};
 
 /// A throwaway RSA key made for these tests, and its public half (PKCS#1 DER).
 const SERVICE_ACCOUNT_KEY: &str = include_str!("data/test-service-account.pem");
@@ -92,8 +92,7 @@ fn write(dir: &Path, name: &str, json: &Value) -> String {
 
 /// ADC located through exactly these variables.
 fn adc(vars: &[(&str, &str)]) -> GoogleCredentials {
-    let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    GoogleCredentials::from_vars(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    GoogleCredentials::from_vars(env_vars(vars))
 }
 
 /// A case: its name, the variables, the token expected.
