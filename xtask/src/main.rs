@@ -186,6 +186,9 @@ const FEATURE_SETS: &[&[&str]] = &[
     &["--no-default-features", "--features", "gemini"],
     &["--no-default-features", "--features", "schema"],
     &["--no-default-features", "--features", "otel"],
+    &["--no-default-features", "--features", "aws-credentials"],
+    &["--no-default-features", "--features", "google-credentials"],
+    &["--no-default-features", "--features", "azure-credentials"],
 ];
 
 fn feature_sets(ci_cargo: &dyn Fn() -> Command) -> Result<()> {

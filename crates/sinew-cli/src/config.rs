@@ -52,8 +52,10 @@ pub(crate) struct ProviderConfig {
     pub(crate) project: Option<String>,
     pub(crate) location: Option<String>,
     pub(crate) access_token_env: Option<String>,
-    /// Bedrock (credentials come from the `AWS_*` environment or `AWS_BEARER_TOKEN_BEDROCK`).
+    /// Bedrock (credentials from AWS's default chain, or `AWS_BEARER_TOKEN_BEDROCK`), and the
+    /// AWS profile to take them from.
     pub(crate) region: Option<String>,
+    pub(crate) profile: Option<String>,
     /// Extra HTTP headers sent with every request.
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,

@@ -124,8 +124,8 @@ Providers (any one is enough; see docs/cli.md for the configuration file):
   OPENAI_API_KEY                    OpenAI
   OPENAI_BASE_URL [OPENAI_API_KEY]  an OpenAI-compatible server (Ollama, vLLM, llama.cpp...)
   GEMINI_API_KEY                    Gemini
-  GOOGLE_CLOUD_PROJECT + GOOGLE_VERTEX_ACCESS_TOKEN          Vertex AI
-  AZURE_OPENAI_API_KEY + AZURE_OPENAI_RESOURCE               Azure OpenAI
+  GOOGLE_CLOUD_PROJECT (+ Application Default Credentials)   Vertex AI
+  AZURE_OPENAI_RESOURCE (+ AZURE_OPENAI_API_KEY or Entra ID) Azure OpenAI
   AWS_REGION + AWS credentials (or AWS_BEARER_TOKEN_BEDROCK) Bedrock
 
 Examples:

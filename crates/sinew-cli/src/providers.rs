@@ -88,9 +88,12 @@ no model provider is configured. Set one of:
   OPENAI_API_KEY                                       OpenAI
   OPENAI_BASE_URL (and OPENAI_API_KEY if it needs one) an OpenAI-compatible server: Ollama, vLLM, llama.cpp...
   GEMINI_API_KEY                                       Gemini
-  GOOGLE_CLOUD_PROJECT and GOOGLE_VERTEX_ACCESS_TOKEN  Vertex AI (GOOGLE_CLOUD_LOCATION, default global)
-  AZURE_OPENAI_API_KEY and AZURE_OPENAI_RESOURCE       Azure OpenAI (or AZURE_OPENAI_ENDPOINT + AZURE_OPENAI_API_VERSION)
-  AWS_REGION and AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (or AWS_BEARER_TOKEN_BEDROCK)   Bedrock
+  GOOGLE_CLOUD_PROJECT with GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default
+    credentials or GOOGLE_VERTEX_ACCESS_TOKEN        Vertex AI (GOOGLE_CLOUD_LOCATION, default global)
+  AZURE_OPENAI_RESOURCE (or AZURE_OPENAI_ENDPOINT) with AZURE_OPENAI_API_KEY, else Entra ID
+    (AZURE_CLIENT_ID..., a managed identity or `az login`)   Azure OpenAI
+  AWS_REGION with AWS credentials (keys, AWS_PROFILE, web identity, a container's; or
+    AWS_BEARER_TOKEN_BEDROCK)                        Bedrock
 or describe providers in ~/.config/sinew/config.toml (see docs/cli.md),
 or run `sinew --demo`, a scripted demonstration that needs none of this.";
 
@@ -283,6 +286,17 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// Whether Vertex AI can have a token: one given, or Application Default Credentials in a file
+/// (the metadata server alone is not guessed: set `GOOGLE_CLOUD_PROJECT` in a provider table).
+fn has_google_credentials() -> bool {
+    let gcloud = var("CLOUDSDK_CONFIG")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|home| std::path::Path::new(&home).join(".config/gcloud")));
+    var("GOOGLE_VERTEX_ACCESS_TOKEN").is_some()
+        || var("GOOGLE_APPLICATION_CREDENTIALS").is_some()
+        || gcloud.is_some_and(|dir| dir.join("application_default_credentials.json").is_file())
+}
+
 /// `kind` if its credentials are in the environment. OpenAI's own API is reached through
 /// Responses; a compatible server behind `OPENAI_BASE_URL` through Chat Completions.
 fn in_environment(kind: Kind) -> Option<Kind> {
@@ -290,12 +304,24 @@ fn in_environment(kind: Kind) -> Option<Kind> {
         Kind::Anthropic => var("ANTHROPIC_API_KEY").or_else(|| var("ANTHROPIC_OAUTH_TOKEN")).is_some(),
         Kind::OpenAi => var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some(),
         Kind::OpenAiResponses => false,
-        Kind::Azure => var("AZURE_OPENAI_API_KEY").is_some(),
+        Kind::Azure => {
+            var("AZURE_OPENAI_API_KEY").is_some()
+                || var("AZURE_OPENAI_RESOURCE").or_else(|| var("AZURE_OPENAI_ENDPOINT")).is_some()
+        }
         Kind::Gemini => var("GEMINI_API_KEY").or_else(|| var("GOOGLE_API_KEY")).is_some(),
-        Kind::Vertex => var("GOOGLE_CLOUD_PROJECT").is_some() && var("GOOGLE_VERTEX_ACCESS_TOKEN").is_some(),
+        Kind::Vertex => var("GOOGLE_CLOUD_PROJECT").is_some() && has_google_credentials(),
         Kind::Bedrock => {
             var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).is_some()
-                && (var("AWS_BEARER_TOKEN_BEDROCK").is_some() || var("AWS_ACCESS_KEY_ID").is_some())
+                && [
+                    "AWS_BEARER_TOKEN_BEDROCK",
+                    "AWS_ACCESS_KEY_ID",
+                    "AWS_PROFILE",
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                ]
+                .iter()
+                .any(|name| var(name).is_some())
         }
     };
     match kind {
@@ -331,8 +357,8 @@ fn build(
     client: &HttpClient,
 ) -> Result<Built, String> {
     use sinew::anthropic::{AnthropicAuth, AnthropicConfig, AnthropicProvider};
-    use sinew::bedrock::{AwsCredentials, BedrockConfig, BedrockProvider, EnvCredentials};
-    use sinew::gemini::{GeminiConfig, GeminiProvider};
+    use sinew::bedrock::{AwsCredentialChain, BedrockConfig, BedrockProvider};
+    use sinew::gemini::{GeminiConfig, GeminiProvider, GoogleCredentials};
     use sinew::openai::{OpenAiChatConfig, OpenAiChatProvider};
     use sinew::openai_responses::{ResponsesConfig, ResponsesProvider};
 
@@ -390,8 +416,12 @@ fn build(
             Arc::new(ResponsesProvider::new(config).with_client(client))
         }
         Kind::Azure => {
-            let key =
-                secret(name, table, &["AZURE_OPENAI_API_KEY"])?.ok_or_else(|| missing("set AZURE_OPENAI_API_KEY"))?;
+            let auth = match secret(name, table, &["AZURE_OPENAI_API_KEY"])? {
+                Some(key) => Auth::Header { name: "api-key".into(), value: key },
+                None => Auth::Token(Arc::new(sinew::http::EntraCredential::from_env())),
+            };
+            // The configurations are made keyless: `auth` goes in below.
+            let key = "";
             let resource = table.resource.clone().or_else(|| var("AZURE_OPENAI_RESOURCE"));
             let endpoint = base_url.or_else(|| table.endpoint.clone()).or_else(|| var("AZURE_OPENAI_ENDPOINT"));
             let version = table.api_version.clone().or_else(|| var("AZURE_OPENAI_API_VERSION"));
@@ -407,6 +437,7 @@ fn build(
                     return Err(missing("set AZURE_OPENAI_RESOURCE, or AZURE_OPENAI_ENDPOINT (resource / endpoint)"));
                 }
             };
+            config.auth = auth;
             config.extra_headers.extend(headers);
             Arc::new(ResponsesProvider::new(config).with_client(client))
         }
@@ -428,10 +459,14 @@ fn build(
                 .ok_or_else(|| missing("set GOOGLE_CLOUD_PROJECT (or project)"))?;
             let location =
                 table.location.clone().or_else(|| var("GOOGLE_CLOUD_LOCATION")).unwrap_or_else(|| "global".into());
-            let token_variable = table.access_token_env.as_deref().unwrap_or("GOOGLE_VERTEX_ACCESS_TOKEN");
-            let token = var(token_variable)
-                .ok_or_else(|| missing(&format!("set {token_variable} (gcloud auth print-access-token)")))?;
-            let mut config = GeminiConfig::vertex(&project, &location, token);
+            let auth = match &table.access_token_env {
+                Some(variable) => Auth::Bearer(var(variable).ok_or_else(|| missing(&format!("set {variable}")))?),
+                None => match var("GOOGLE_VERTEX_ACCESS_TOKEN") {
+                    Some(token) => Auth::Bearer(token),
+                    None => Auth::Token(Arc::new(GoogleCredentials::from_env())),
+                },
+            };
+            let mut config = GeminiConfig::vertex_with_auth(&project, &location, auth);
             if let Some(url) = base_url {
                 config.models_url = format!("{}/models", url.trim_end_matches('/'));
             }
@@ -448,8 +483,11 @@ fn build(
             let mut config = match secret(name, table, &["AWS_BEARER_TOKEN_BEDROCK"])? {
                 Some(key) => BedrockConfig::with_api_key(region, key),
                 None => {
-                    AwsCredentials::from_env().map_err(|e| missing(&e.to_string()))?;
-                    BedrockConfig::new(region, EnvCredentials)
+                    let chain = match &table.profile {
+                        Some(profile) => AwsCredentialChain::from_profile(profile),
+                        None => AwsCredentialChain::new(),
+                    };
+                    BedrockConfig::new(region, chain)
                 }
             };
             if let Some(url) = base_url {

@@ -34,7 +34,9 @@ type Loader = Box<dyn Fn() -> ConfigLoader + Send + Sync>;
 /// use sinew_provider_bedrock::{AwsCredentialChain, BedrockConfig, BedrockProvider};
 ///
 /// let provider = BedrockProvider::new(BedrockConfig::new("us-east-1", AwsCredentialChain::new()));
-/// // A named profile, or any other setting of aws-config's loader:
+/// // A named profile:
+/// let chain = AwsCredentialChain::from_profile("bedrock");
+/// // Or any other setting of aws-config's loader:
 /// let chain = AwsCredentialChain::from_loader(|| {
 ///     aws_config::defaults(aws_config::BehaviorVersion::latest()).profile_name("bedrock")
 /// });
@@ -48,6 +50,13 @@ impl AwsCredentialChain {
     /// The default chain (`aws_config::defaults` with the latest behaviour version).
     pub fn new() -> Self {
         AwsCredentialChain::from_loader(|| aws_config::defaults(BehaviorVersion::latest()))
+    }
+
+    /// The default chain, with the shared files' profile `profile` rather than `AWS_PROFILE`'s
+    /// (or `default`).
+    pub fn from_profile(profile: impl Into<String>) -> Self {
+        let profile = profile.into();
+        AwsCredentialChain::from_loader(move || aws_config::defaults(BehaviorVersion::latest()).profile_name(&profile))
     }
 
     /// The chain of the configuration `loader` describes (a profile name, a region, an `Env`

@@ -27,7 +27,9 @@
 //! ```
 //!
 //! ## Feature flags
-//! None.
+//! - `entra`: [`ResponsesConfig::azure_from_env`] falls back to Entra ID tokens
+//!   (`sinew_http::EntraCredential`) when `AZURE_OPENAI_API_KEY` is unset. Any configuration
+//!   takes them as `auth = Auth::Token(...)`.
 
 mod decode;
 mod provider;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use sinew_core::{ProviderError, StreamRequest};
-use sinew_http::{Authorizer, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
+use sinew_http::{Auth, Authorizer, HttpProvider, HttpRequest, Protocol, SseMessageDecoder, env_var};
 
 use crate::decode::{ResponsesEvents, decoder};
 use crate::request::{ResponsesConfig, check_options, checked_request};
@@ -65,23 +65,44 @@ impl ResponsesConfig {
         Ok(config)
     }
 
-    /// Azure OpenAI: `AZURE_OPENAI_API_KEY`, and `AZURE_OPENAI_RESOURCE` (the v1 API) or
-    /// `AZURE_OPENAI_ENDPOINT` with `AZURE_OPENAI_API_VERSION`.
+    /// Azure OpenAI: `AZURE_OPENAI_API_KEY` (else, with the feature `entra`, Entra ID tokens
+    /// from [`sinew_http::EntraCredential::from_env`]), and `AZURE_OPENAI_RESOURCE` (the v1 API)
+    /// or `AZURE_OPENAI_ENDPOINT` with `AZURE_OPENAI_API_VERSION`.
     pub fn azure_from_env() -> Result<Self, ProviderError> {
-        let key =
-            env_var("AZURE_OPENAI_API_KEY").ok_or_else(|| ProviderError::Auth("set AZURE_OPENAI_API_KEY".into()))?;
-        match (env_var("AZURE_OPENAI_RESOURCE"), env_var("AZURE_OPENAI_ENDPOINT"), env_var("AZURE_OPENAI_API_VERSION"))
-        {
-            (_, Some(endpoint), Some(version)) => Ok(ResponsesConfig::azure_versioned(&endpoint, &version, key)),
-            (Some(resource), _, _) => Ok(ResponsesConfig::azure(&resource, key)),
+        let auth = match env_var("AZURE_OPENAI_API_KEY") {
+            Some(key) => Auth::Header { name: "api-key".into(), value: key },
+            None => entra()?,
+        };
+        let config = match (
+            env_var("AZURE_OPENAI_RESOURCE"),
+            env_var("AZURE_OPENAI_ENDPOINT"),
+            env_var("AZURE_OPENAI_API_VERSION"),
+        ) {
+            (_, Some(endpoint), Some(version)) => Ok(ResponsesConfig::azure_versioned(&endpoint, &version, "")),
+            (Some(resource), _, _) => Ok(ResponsesConfig::azure(&resource, "")),
             (None, Some(endpoint), None) => {
-                let mut config = ResponsesConfig::azure("", key);
+                let mut config = ResponsesConfig::azure("", "");
                 config.base_url = format!("{}/openai/v1", endpoint.trim_end_matches('/'));
                 Ok(config)
             }
             (None, None, _) => Err(ProviderError::Other(
                 "set AZURE_OPENAI_RESOURCE, or AZURE_OPENAI_ENDPOINT (and AZURE_OPENAI_API_VERSION)".into(),
             )),
-        }
+        };
+        config.map(|config| ResponsesConfig { auth, ..config })
     }
+}
+
+/// Entra ID tokens from the environment's sources, fetched at the first request.
+#[cfg(feature = "entra")]
+fn entra() -> Result<Auth, ProviderError> {
+    Ok(Auth::Token(Arc::new(sinew_http::EntraCredential::from_env())))
+}
+
+#[cfg(not(feature = "entra"))]
+fn entra() -> Result<Auth, ProviderError> {
+    Err(ProviderError::Auth(
+        "set AZURE_OPENAI_API_KEY, or build sinew-provider-openai-responses with its `entra` feature for Entra ID"
+            .into(),
+    ))
 }

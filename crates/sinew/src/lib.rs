@@ -26,6 +26,13 @@
 //! - `openai-responses`: [`openai_responses`] (`sinew-provider-openai-responses`), with Azure.
 //! - `gemini`: [`gemini`] (`sinew-provider-gemini`), with Vertex AI.
 //! - `bedrock`: [`bedrock`] (`sinew-provider-bedrock`).
+//! - `aws-credentials`: `bedrock::AwsCredentialChain`, AWS's default credential chain
+//!   (environment, profiles, SSO, web identity, ECS and EC2 metadata; adds `aws-config`).
+//! - `google-credentials`: `gemini::GoogleCredentials`, Application Default Credentials for
+//!   Vertex AI (adds `google-cloud-auth`).
+//! - `azure-credentials`: `http::EntraCredential`, Entra ID tokens for Azure OpenAI.
+//! - `cloud-credentials`: the three above. Each is fetched when a request is sent, cached and
+//!   refreshed before it expires.
 //! - `http`: [`http`] (`sinew-http`), the HTTP layer; on with any provider.
 //! - `mcp` (default): [`mcp`] (`sinew-mcp`): the MCP client, and `mcp::AgentMcpExt` to put
 //!   MCP servers' tools on an agent.
