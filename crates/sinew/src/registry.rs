@@ -35,9 +35,18 @@ impl ProviderRegistry {
     /// `OPENAI_API_KEY` / `OPENAI_BASE_URL`, `AZURE_OPENAI_*`, `GEMINI_API_KEY`,
     /// `GOOGLE_CLOUD_PROJECT` + `GOOGLE_VERTEX_ACCESS_TOKEN`, `AWS_REGION` + credentials), among
     /// the providers compiled in (the facade's features). All share one HTTP client.
+    ///
+    /// With a cloud credential chain compiled in, the variables that name its credentials count
+    /// too: `AWS_PROFILE`, `AWS_WEB_IDENTITY_TOKEN_FILE` and a container's
+    /// `AWS_CONTAINER_CREDENTIALS_*` (`aws-credentials`); `GOOGLE_APPLICATION_CREDENTIALS`
+    /// (`google-credentials`); `AZURE_CLIENT_ID` or a managed identity's `IDENTITY_ENDPOINT`
+    /// (`azure-credentials`). Credentials found only on the machine (instance metadata, gcloud's
+    /// or the Azure CLI's sign-in) are not guessed at: build those providers explicitly.
     pub fn from_env() -> Self {
         #[allow(unused_mut)]
         let mut registry = ProviderRegistry::new();
+        #[cfg(any(feature = "openai-responses", feature = "gemini", feature = "bedrock"))]
+        let set = |name: &str| sinew_http::env_var(name).is_some();
         #[cfg(any(
             feature = "anthropic",
             feature = "openai",
@@ -59,7 +68,9 @@ impl ProviderRegistry {
             use sinew_provider_openai_responses::{ResponsesConfig, ResponsesProvider};
             // A compatible server behind OPENAI_BASE_URL speaks Chat Completions, not Responses.
             let compatible = sinew_http::env_var("OPENAI_BASE_URL").is_some_and(|u| !u.contains("api.openai.com"));
-            for config in [(!compatible).then(ResponsesConfig::from_env), Some(ResponsesConfig::azure_from_env())]
+            let azure = cfg!(not(feature = "azure-credentials"))
+                || ["AZURE_OPENAI_API_KEY", "AZURE_CLIENT_ID", "IDENTITY_ENDPOINT"].iter().any(|v| set(v));
+            for config in [(!compatible).then(ResponsesConfig::from_env), azure.then(ResponsesConfig::azure_from_env)]
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -70,12 +81,28 @@ impl ProviderRegistry {
         #[cfg(feature = "gemini")]
         {
             use sinew_provider_gemini::{GeminiConfig, GeminiProvider};
-            for config in [GeminiConfig::from_env(), GeminiConfig::vertex_from_env()].into_iter().flatten() {
+            let vertex = cfg!(not(feature = "google-credentials"))
+                || set("GOOGLE_VERTEX_ACCESS_TOKEN")
+                || set("GOOGLE_APPLICATION_CREDENTIALS");
+            let configs = [Some(GeminiConfig::from_env()), vertex.then(GeminiConfig::vertex_from_env)];
+            for config in configs.into_iter().flatten().flatten() {
                 registry.register(GeminiProvider::new(config).with_client(client.clone()));
             }
         }
         #[cfg(feature = "bedrock")]
-        if let Ok(config) = sinew_provider_bedrock::BedrockConfig::from_env() {
+        let aws = cfg!(not(feature = "aws-credentials"))
+            || set("AWS_BEARER_TOKEN_BEDROCK")
+            || (set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY"))
+            || [
+                "AWS_PROFILE",
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            ]
+            .iter()
+            .any(|v| set(v));
+        #[cfg(feature = "bedrock")]
+        if let Some(Ok(config)) = aws.then(sinew_provider_bedrock::BedrockConfig::from_env) {
             registry.register(sinew_provider_bedrock::BedrockProvider::new(config).with_client(client.clone()));
         }
         registry

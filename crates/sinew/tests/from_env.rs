@@ -11,11 +11,18 @@ use sinew::{ProviderRegistry, StreamProvider};
 
 /// The configurations `from_env` reads, each with the provider it registers: a provider is
 /// configured when one variable of every group is set.
+/// (The tests run with every feature: the cloud credential chains' variables count.)
 const CONFIGURATIONS: &[(&str, &[&[&str]])] = &[
     ("anthropic", &[&["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"]]),
-    ("azure_openai", &[&["AZURE_OPENAI_API_KEY"], &["AZURE_OPENAI_RESOURCE", "AZURE_OPENAI_ENDPOINT"]]),
+    (
+        "azure_openai",
+        &[
+            &["AZURE_OPENAI_API_KEY", "AZURE_CLIENT_ID", "IDENTITY_ENDPOINT"],
+            &["AZURE_OPENAI_RESOURCE", "AZURE_OPENAI_ENDPOINT"],
+        ],
+    ),
     ("google", &[&["GEMINI_API_KEY", "GOOGLE_API_KEY"]]),
-    ("google_vertex", &[&["GOOGLE_CLOUD_PROJECT"], &["GOOGLE_VERTEX_ACCESS_TOKEN"]]),
+    ("google_vertex", &[&["GOOGLE_CLOUD_PROJECT"], &["GOOGLE_VERTEX_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS"]]),
 ];
 
 /// The models whose routes a child prints.
@@ -40,9 +47,14 @@ fn expected() -> Vec<String> {
         .filter(|(_, groups)| groups.iter().all(|group| group.iter().any(|name| is_set(name))))
         .map(|(id, _)| (*id).to_owned())
         .collect();
-    // Bedrock: a region, and an API key or both halves of an access key.
+    // Bedrock: a region, and an API key, both halves of an access key, or what names the
+    // chain's other credentials.
     let aws_keys = is_set("AWS_ACCESS_KEY_ID") && is_set("AWS_SECRET_ACCESS_KEY");
-    if (is_set("AWS_REGION") || is_set("AWS_DEFAULT_REGION")) && (is_set("AWS_BEARER_TOKEN_BEDROCK") || aws_keys) {
+    let aws_chain = ["AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI"]
+        .iter()
+        .chain(&["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_BEARER_TOKEN_BEDROCK"])
+        .any(|name| is_set(name));
+    if (is_set("AWS_REGION") || is_set("AWS_DEFAULT_REGION")) && (aws_chain || aws_keys) {
         ids.push("bedrock".into());
     }
     // OpenAI's key, or a compatible server behind OPENAI_BASE_URL, which speaks only Chat.
@@ -157,7 +169,23 @@ fn a_compatible_server_replaces_openais_two_protocols_and_alternatives_configure
     let stdout = child(&[("OPENAI_BASE_URL", ""), ("OPENAI_API_KEY", "sk-test")]);
     assert_eq!(line(&stdout, "PROVIDERS "), "openai openai_responses");
     assert_eq!(line(&stdout, "DEFAULT "), "openai_responses/gpt-5");
-    // Vertex needs its token as well as its project; SigV4 both halves of the key.
-    let stdout = child(&[("GOOGLE_CLOUD_PROJECT", "proj"), ("AWS_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "AKID")]);
+    // Vertex needs its token as well as its project; SigV4 both halves of the key; Entra ID
+    // something that names it. Credentials only the machine knows are not guessed at.
+    let stdout = child(&[
+        ("GOOGLE_CLOUD_PROJECT", "proj"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "AKID"),
+        ("AZURE_OPENAI_RESOURCE", "my-resource"),
+    ]);
     assert_eq!(line(&stdout, "PROVIDERS").trim(), "");
+    // The cloud credential chains' own variables.
+    let stdout = child(&[
+        ("GOOGLE_CLOUD_PROJECT", "proj"),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "/etc/adc.json"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_PROFILE", "bedrock"),
+        ("AZURE_OPENAI_RESOURCE", "my-resource"),
+        ("AZURE_CLIENT_ID", "app"),
+    ]);
+    assert_eq!(line(&stdout, "PROVIDERS "), "azure_openai bedrock google_vertex");
 }
