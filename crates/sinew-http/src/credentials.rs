@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
-use sinew_core::ProviderError;
+use sinew_core::{Failure, ProviderError};
 
 use crate::request::HttpRequest;
 
@@ -100,7 +100,7 @@ pub struct CachePolicy {
     /// A credential this close to its expiry is not handed out: callers wait for a new one
     /// (30 seconds: the time a request may take to reach the service).
     pub expiry_margin: Duration,
-    /// A fetch taking longer fails with [`ProviderError::Timeout`] (30 seconds).
+    /// A fetch taking longer fails with [`ProviderError::Network`] (30 seconds; retryable).
     pub fetch_timeout: Duration,
     /// After a failed background refresh, the wait before the next one (10 seconds); callers
     /// go on with the credential they have.
@@ -126,7 +126,7 @@ impl Default for CachePolicy {
 /// - Missing or within [`CachePolicy::expiry_margin`] of its expiry, callers wait for a fetch,
 ///   one for all of them; its error reaches each of them and the next call tries again.
 ///
-/// Fetches run on the Tokio runtime (a background refresh is a spawned task), each bounded by
+/// Fetches run on the Tokio runtime (each in a task of its own, whoever waits), each bounded by
 /// [`CachePolicy::fetch_timeout`]. Clones share the cache.
 pub struct CredentialCache<T> {
     inner: Arc<Inner<T>>,
@@ -179,7 +179,8 @@ impl<T: Clone + Send + Sync + 'static> CredentialCache<T> {
                     let value = current.value.clone();
                     let failed_lately = slot.failed_at.is_some_and(|at| at.elapsed() < policy.retry_after_failure);
                     if slot.fetching.is_none() && !failed_lately {
-                        tokio::spawn(start_fetch(&self.inner, &mut slot));
+                        // Driven by its own task; this caller does not wait for it.
+                        drop(start_fetch(&self.inner, &mut slot));
                     }
                     return Ok(value);
                 }
@@ -208,7 +209,10 @@ fn start_fetch<T: Clone + Send + Sync + 'static>(inner: &Arc<Inner<T>>, slot: &m
     let fetching = async move {
         let result = match tokio::time::timeout(timeout, fetch).await {
             Ok(result) => result,
-            Err(_) => Err(ProviderError::Timeout(format!("fetching credentials took longer than {timeout:?}"))),
+            // A source that did not answer in time may answer next time.
+            Err(_) => Err(ProviderError::Network(Failure::from(format!(
+                "fetching credentials took longer than {timeout:?}"
+            )))),
         };
         if let Some(inner) = weak.upgrade() {
             let mut slot = lock(&inner.slot);
@@ -231,6 +235,9 @@ fn start_fetch<T: Clone + Send + Sync + 'static>(inner: &Arc<Inner<T>>, slot: &m
     .boxed()
     .shared();
     slot.fetching = Some(fetching.clone());
+    // Its own task drives it to the end: a caller that stops waiting (cancelled, out of time)
+    // leaves no half-done fetch for the next one.
+    tokio::spawn(fetching.clone());
     fetching
 }
 
@@ -394,11 +401,30 @@ mod tests {
         assert_eq!(cache.get().await.unwrap(), "NEW", "a forgotten credential is fetched again");
     }
 
+    #[tokio::test]
+    async fn a_caller_that_stops_waiting_leaves_the_fetch_running_for_the_next() {
+        let (cache, source) = cache([Ok(("A", Some(3600)))], 0);
+        let first = tokio::spawn({
+            let cache = cache.clone();
+            async move { cache.get().await }
+        });
+        settle().await;
+        first.abort();
+        assert!(first.await.unwrap_err().is_cancelled());
+        source.gate.add_permits(1);
+        settle().await;
+        let shown = format!("{cache:?}");
+        assert!(shown.contains("fetching: false") && shown.contains("expires_at: Some(Some("), "{shown}");
+        assert_eq!(cache.get().await.unwrap(), "A", "fetched by its own task, kept");
+        assert_eq!(fetches(&source), 1);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_fetch_that_never_ends_times_out() {
         let (cache, _source) = cache([], 0);
         let error = cache.get().await.unwrap_err();
-        assert_eq!(error, ProviderError::Timeout("fetching credentials took longer than 30s".into()));
+        assert_eq!(error.to_string(), "network error: fetching credentials took longer than 30s");
+        assert!(error.is_retryable());
     }
 
     #[test]

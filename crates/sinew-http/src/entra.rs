@@ -329,11 +329,11 @@ impl Chain {
                     }
                     Err(error) => return Err(Miss::Failed(error)),
                 };
-                self.imds_answered.store(true, Ordering::Release);
-                if probing && answer.status == 400 {
+                if *probe && answer.status == 400 {
                     // The service answers, but this machine has no identity assigned.
                     return Err(Miss::Unavailable(format!("no managed identity: {}", describe(&answer))));
                 }
+                self.imds_answered.store(answer.status == 200, Ordering::Release);
                 managed_token(answer, "the managed identity").map_err(Miss::Failed)
             }
             Source::AzureCli { tenant, variables } => azure_cli(&self.scope, tenant.as_deref(), variables).await,
