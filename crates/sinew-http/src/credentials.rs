@@ -427,10 +427,11 @@ mod tests {
         assert!(error.is_retryable());
     }
 
-    #[test]
-    fn debug_shows_no_credential() {
+    #[tokio::test]
+    async fn debug_shows_no_credential() {
         let expiring = Expiring { value: "SECRET", expires_at: None };
-        let (cache, _) = cache([], 0);
+        let (cache, _) = cache([Ok(("SECRET-VALUE", Some(3600)))], 1);
+        assert_eq!(cache.get().await.unwrap(), "SECRET-VALUE");
         let shown = format!("{expiring:?} {cache:?}");
         assert!(!shown.contains("SECRET"), "{shown}");
     }

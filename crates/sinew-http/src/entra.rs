@@ -502,12 +502,22 @@ async fn azure_cli(
     let out = child.stdout.take().map(|s| s.take(MAX_ANSWER as u64));
     let err = child.stderr.take().map(|s| s.take(MAX_ANSWER as u64));
     let run = async {
-        if let Some(mut out) = out {
-            out.read_to_end(&mut stdout).await?;
-        }
-        if let Some(mut err) = err {
-            err.read_to_end(&mut stderr).await?;
-        }
+        // Both pipes at once: a CLI that fills one while sinew reads the other would stall.
+        let read_out = async {
+            match out {
+                Some(mut out) => out.read_to_end(&mut stdout).await.map(drop),
+                None => Ok(()),
+            }
+        };
+        let read_err = async {
+            match err {
+                Some(mut err) => err.read_to_end(&mut stderr).await.map(drop),
+                None => Ok(()),
+            }
+        };
+        let (read_out, read_err) = tokio::join!(read_out, read_err);
+        read_out?;
+        read_err?;
         child.wait().await
     };
     let status = match tokio::time::timeout(CLI_TIMEOUT, run).await {

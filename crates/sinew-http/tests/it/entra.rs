@@ -201,6 +201,8 @@ async fn the_azure_cli_gets_only_the_variables_it_needs() {
     let env = std::fs::read_to_string(dir.path().join("az-env")).unwrap();
     assert!(env.contains("HOME=/home/someone") && env.contains(&format!("PATH={bin}")), "{env}");
     assert!(!env.contains("SECRET"), "{env}");
+    // Nothing of this process's own environment (cargo sets CARGO_MANIFEST_DIR for tests).
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some() && !env.contains("CARGO_MANIFEST_DIR"), "{env}");
 }
 
 #[tokio::test]
