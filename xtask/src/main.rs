@@ -69,7 +69,7 @@ fn main() -> Result<()> {
         Some("live") => live::run(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | tidy | live | adk | conformance | peers [DIR] | codegen [--check | --diff OLD NEW] | bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
+                "usage: cargo xtask <ci | tidy | live | adk | conformance | peers [DIR] | codegen [--check | --diff OLD NEW] | bench <loop | decode | build | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]>"
             );
             std::process::exit(2);
         }
@@ -266,12 +266,13 @@ fn target_dir() -> Result<PathBuf> {
 fn bench(args: &[String]) -> Result<()> {
     let Some(name) = args.first() else {
         bail!(
-            "usage: cargo xtask bench <loop | decode | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]"
+            "usage: cargo xtask bench <loop | decode | build | e2e | adk | adk-sessions | compaction | server | sessions | sse> [args]"
         )
     };
     let (package, bench) = match name.as_str() {
         "loop" => ("sinew-agent", "loop"),
         "decode" => ("sinew", "decode"),
+        "build" => ("sinew", "build"),
         "e2e" => ("sinew", "e2e"),
         "adk" => ("sinew", "adk"),
         "compaction" => ("sinew-agent", "compaction"),
@@ -280,7 +281,7 @@ fn bench(args: &[String]) -> Result<()> {
         "adk-sessions" => ("sinew-adk", "adk_sessions"),
         "server" => ("sinew-server", "server"),
         other => bail!(
-            "unknown benchmark `{other}` (known: loop, decode, e2e, adk, adk-sessions, compaction, server, sessions, sse)"
+            "unknown benchmark `{other}` (known: loop, decode, build, e2e, adk, adk-sessions, compaction, server, sessions, sse)"
         ),
     };
     let mut command = cargo();

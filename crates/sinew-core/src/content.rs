@@ -213,3 +213,24 @@ pub fn join_text(content: &[Content], sep: &str) -> String {
     }
     out
 }
+
+/// [`join_text`] borrowed when `content` holds one text block, as a tool's output usually does:
+/// request builders write it as it is.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use sinew_core::{Content, join_text, joined_text};
+///
+/// let one = [Content::text("done"), Content::image("aGk=", "image/png")];
+/// assert!(matches!(joined_text(&one, "\n"), Cow::Borrowed("done")));
+/// let two = [Content::text("a"), Content::text("")];
+/// assert_eq!(joined_text(&two, "\n"), join_text(&two, "\n"));
+/// assert_eq!(joined_text(&two, "\n"), "a\n");
+/// ```
+pub fn joined_text<'a>(content: &'a [Content], sep: &str) -> std::borrow::Cow<'a, str> {
+    let mut texts = content.iter().filter_map(Content::as_text);
+    match (texts.next(), texts.next()) {
+        (Some(only), None) => std::borrow::Cow::Borrowed(only),
+        _ => std::borrow::Cow::Owned(join_text(content, sep)),
+    }
+}

@@ -36,7 +36,7 @@ pub use config::{
     CacheConfig, CacheStrategy, ContinuationKind, ExecutionLimits, ExecutionTracker, QueueMode, ThinkingLevel,
     ToolExecution, TurnTrigger,
 };
-pub use content::{Content, ToolCallRef, join_text};
+pub use content::{Content, ToolCallRef, join_text, joined_text};
 pub use error::{Failure, ProviderError, ToolError, is_context_overflow};
 pub use event::{AgentEvent, EndReason, PendingKind};
 pub use filter::{FilterResult, InputFilter};

@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+use serde::Serialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -20,9 +21,48 @@ pub fn text(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// [`text`] as bytes, for a request body.
-pub fn bytes(value: &Value) -> Vec<u8> {
+/// [`text`] as bytes, for a request body; also a builder's borrowed wire structs, which always
+/// serialize as well (their keys are strings; serde_json writes a float that is not finite as
+/// `null`).
+pub fn bytes(value: &(impl Serialize + ?Sized)) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// A tool call's arguments for a service that takes an object: an object as it is, any other value
+/// wrapped as `{"value": ...}`.
+///
+/// ```
+/// use sinew_http::json::{ObjectArguments, bytes};
+///
+/// assert_eq!(bytes(&ObjectArguments::new(&serde_json::json!({"a": 1}))), br#"{"a":1}"#);
+/// assert_eq!(bytes(&ObjectArguments::new(&serde_json::json!([1]))), br#"{"value":[1]}"#);
+/// ```
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(untagged)]
+pub enum ObjectArguments<'a> {
+    /// An object, as it is.
+    Object(&'a Value),
+    /// Any other value, under `value`.
+    Wrapped {
+        /// The arguments.
+        value: &'a Value,
+    },
+}
+
+impl<'a> ObjectArguments<'a> {
+    /// `arguments` as an object.
+    pub fn new(arguments: &'a Value) -> Self {
+        if arguments.is_object() {
+            ObjectArguments::Object(arguments)
+        } else {
+            ObjectArguments::Wrapped { value: arguments }
+        }
+    }
+}
+
+/// [`bytes`] written at the end of `out`.
+pub fn write(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 /// A JSON object written from parts, for request bodies whose history array is written apart

@@ -9,11 +9,13 @@ use async_trait::async_trait;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
     ToolChoice, WirePrefix,
 };
+use sinew_http::json::ObjectArguments;
 use sinew_http::{Authorizer, HttpRequest, env_var};
 
 use crate::decode::PROVIDER_ID;
@@ -231,15 +233,16 @@ fn resumable_within(request: &StreamRequest<'_>) -> usize {
     unchanged.saturating_sub(1).min(before_cache_point)
 }
 
-/// The body: `messages` resumed after those `prefix` holds (see [`sinew_core::wire`]), among the
-/// other fields in the order a JSON object writes its keys (sorted). Returns the body and the
-/// prefix of this request's messages.
+/// The body, written straight from borrowed wire structs (the history is resent every turn, so no
+/// `Value` tree is built for it), `messages` resumed after those `prefix` holds (see
+/// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
 fn body_bytes(request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
     let before_cache_point =
         if caches_messages(request) { request.messages.len().saturating_sub(2) } else { request.messages.len() };
     let cache = cache_points(request);
     write_messages(request.messages, cache.message, before_cache_point, &mut prefix);
-    let body = sinew_http::json::sorted_object_with_array(other_fields(request, cache), "messages", &[prefix.bytes()]);
+    let rest = sinew_http::json::bytes(&wire_body(request, cache));
+    let body = sinew_http::json::object_with_array(b"{}", "messages", &[prefix.bytes()], &rest);
     (body, prefix)
 }
 
@@ -331,71 +334,136 @@ pub fn body(request: &StreamRequest<'_>) -> Value {
     sinew_http::json::read_body(&body)
 }
 
-/// The body's fields but `messages`.
-fn other_fields(request: &StreamRequest<'_>, cache: sinew_core::CacheBreakpoints) -> Map<String, Value> {
-    let mut body = Map::new();
-    if !request.system_prompt.is_empty() {
-        let mut system = vec![json!({"text": request.system_prompt})];
-        if cache.system {
-            system.push(CACHE_POINT.clone());
-        }
-        body.insert("system".into(), system.into());
+/// The body's fields after `messages`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<Block<'a>>,
+    #[serde(skip_serializing_if = "InferenceConfig::is_empty")]
+    inference_config: InferenceConfig<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<ToolConfig<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additional_model_request_fields: Option<Value>,
+}
+
+#[derive(Serialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct InferenceConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+}
+
+impl InferenceConfig<'_> {
+    fn is_empty(&self) -> bool {
+        *self == InferenceConfig::default()
     }
-    let mut inference = Map::new();
-    if let Some(max) = request.max_tokens {
-        inference.insert("maxTokens".into(), max.into());
-    }
-    let thinking = thinking_budget(request.model, request.thinking_level);
-    if let (Some(t), None) = (request.temperature, thinking) {
-        inference.insert("temperature".into(), json!(sinew_http::json_f32(t)));
-    }
-    if !request.options.stop_sequences.is_empty() {
-        inference.insert("stopSequences".into(), json!(request.options.stop_sequences));
-    }
-    if let Some(top_p) = request.options.top_p {
-        inference.insert("topP".into(), json!(sinew_http::json_f32(top_p)));
-    }
-    if !inference.is_empty() {
-        body.insert("inferenceConfig".into(), Value::Object(inference));
-    }
-    // Structured output: the schema travels as a JSON string; Claude's constrained decoding wants
-    // it closed, as on Anthropic's API.
-    if let ResponseFormat::JsonSchema { name, schema, .. } = &request.options.response_format {
-        let schema = if request.model.contains("claude") { sinew_core::schema::closed(schema) } else { schema.clone() };
-        body.insert(
-            "outputConfig".into(),
-            json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": name, "schema": schema.to_string()}}}}),
-        );
-    }
-    if !request.tools.is_empty() {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.parameters}}}))
-            .collect();
-        if cache.tools {
-            tools.push(CACHE_POINT.clone());
-        }
-        let mut config = json!({"tools": tools});
-        match &request.options.tool_choice {
-            ToolChoice::Required => config["toolChoice"] = json!({"any": {}}),
-            ToolChoice::Tool { name } => config["toolChoice"] = json!({"tool": {"name": name}}),
-            _ => {}
-        }
-        body.insert("toolConfig".into(), config);
-    }
-    if let Some(budget) = thinking {
-        body.insert(
-            "additionalModelRequestFields".into(),
-            json!({"thinking": {"type": "enabled", "budget_tokens": budget}}),
-        );
-    }
-    body
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Tool<'a> {
+    ToolSpec(ToolSpec<'a>),
+    CachePoint(CachePoint),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: InputSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct InputSchema<'a> {
+    json: &'a Value,
 }
 
 /// A cache checkpoint: what comes before it may be cached.
-static CACHE_POINT: std::sync::LazyLock<Value> =
-    std::sync::LazyLock::new(|| json!({"cachePoint": {"type": "default"}}));
+#[derive(Serialize)]
+struct CachePoint {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const CACHE_POINT: CachePoint = CachePoint { kind: "default" };
+
+fn wire_body<'a>(request: &StreamRequest<'a>, cache: sinew_core::CacheBreakpoints) -> Body<'a> {
+    let mut system = Vec::new();
+    if !request.system_prompt.is_empty() {
+        system.push(Block::Text(request.system_prompt));
+        if cache.system {
+            system.push(Block::CachePoint(CACHE_POINT));
+        }
+    }
+    let thinking = thinking_budget(request.model, request.thinking_level);
+    let options = request.options;
+    // Structured output: the schema travels as a JSON string; Claude's constrained decoding wants
+    // it closed, as on Anthropic's API.
+    let output_config = match &options.response_format {
+        ResponseFormat::JsonSchema { name, schema, .. } => {
+            let schema =
+                if request.model.contains("claude") { sinew_core::schema::closed(schema) } else { schema.clone() };
+            Some(
+                json!({"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": name, "schema": schema.to_string()}}}}),
+            )
+        }
+        _ => None,
+    };
+    let tool_config = (!request.tools.is_empty()).then(|| {
+        let mut tools: Vec<Tool<'_>> = request
+            .tools
+            .iter()
+            .map(|t| {
+                Tool::ToolSpec(ToolSpec {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: InputSchema { json: &t.parameters },
+                })
+            })
+            .collect();
+        if cache.tools {
+            tools.push(Tool::CachePoint(CACHE_POINT));
+        }
+        let tool_choice = match &options.tool_choice {
+            ToolChoice::Required => Some(json!({"any": {}})),
+            ToolChoice::Tool { name } => Some(json!({"tool": {"name": name}})),
+            _ => None,
+        };
+        ToolConfig { tools, tool_choice }
+    });
+    Body {
+        system,
+        inference_config: InferenceConfig {
+            max_tokens: request.max_tokens,
+            temperature: request.temperature.filter(|_| thinking.is_none()).map(sinew_http::json_f32),
+            stop_sequences: &options.stop_sequences,
+            top_p: options.top_p.map(sinew_http::json_f32),
+        },
+        output_config,
+        tool_config,
+        additional_model_request_fields: thinking
+            .map(|budget| json!({"thinking": {"type": "enabled", "budget_tokens": budget}})),
+    }
+}
 
 /// The Claude families whose Bedrock models take `cachePoint`s (older ones refuse them).
 const CACHING_CLAUDE: &[&str] =
@@ -430,6 +498,68 @@ fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
     if model.contains("anthropic.claude") { level.token_budget().map(|budget| budget.max(1024)) } else { None }
 }
 
+/// A turn of `messages`.
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+/// A content block (also of the system prompt).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Block<'a> {
+    Text(&'a str),
+    Image {
+        format: &'a str,
+        source: Source<'a>,
+    },
+    Document {
+        format: &'static str,
+        name: String,
+        source: Source<'a>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<Block<'a>>,
+        status: &'static str,
+    },
+    ReasoningContent(Reasoning<'a>),
+    #[serde(rename_all = "camelCase")]
+    ToolUse {
+        tool_use_id: &'a str,
+        name: &'a str,
+        input: ObjectArguments<'a>,
+    },
+    CachePoint(CachePoint),
+    /// A block of the service's own (a server tool's call or result), as it sent it.
+    #[serde(untagged)]
+    Opaque(&'a Value),
+}
+
+impl Block<'_> {
+    fn is_reasoning(&self) -> bool {
+        match self {
+            Block::ReasoningContent(_) => true,
+            Block::Opaque(block) => block.get("reasoningContent").is_some(),
+            _ => false,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Source<'a> {
+    bytes: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Reasoning<'a> {
+    RedactedContent(&'a str),
+    ReasoningText { text: &'a str, signature: &'a str },
+}
+
 /// Writes the conversation after the messages `prefix` holds, each turn followed by a comma; a
 /// `cachePoint` closes message `cache_at`; consecutive messages of one role share a turn (Bedrock
 /// wants roles to alternate). Marks where a later request may resume: where a turn ends because
@@ -438,42 +568,37 @@ fn thinking_budget(model: &str, level: ThinkingLevel) -> Option<u32> {
 /// before the first document (their names are unique across the request).
 fn write_messages(history: &[&Message], cache_at: Option<usize>, keep_before: usize, prefix: &mut WirePrefix) {
     let mut documents = Documents::default();
-    // The turn being filled: its role and blocks.
-    let mut open: Option<(&'static str, Vec<Value>)> = None;
+    // The turn being filled.
+    let mut open: Option<Turn<'_>> = None;
     let start = prefix.messages();
-    for (index, message) in history.iter().enumerate().skip(start) {
+    for (index, message) in history.iter().copied().enumerate().skip(start) {
         let (role, mut blocks) = match message {
             Message::User(user) => {
                 ("user", user.content.iter().filter_map(|c| user_block(c, &mut documents)).collect::<Vec<_>>())
             }
             Message::Assistant(assistant) => ("assistant", assistant_blocks(assistant)),
             Message::ToolResult(result) => {
-                let mut content: Vec<Value> =
+                let mut content: Vec<Block<'_>> =
                     result.content.iter().filter_map(|c| user_block(c, &mut documents)).collect();
                 if content.is_empty() {
-                    content.push(json!({"text": "(no output)"}));
+                    content.push(Block::Text("(no output)"));
                 }
                 let status = if result.is_error { "error" } else { "success" };
-                (
-                    "user",
-                    vec![
-                        json!({"toolResult": {"toolUseId": result.tool_call_id, "content": content, "status": status}}),
-                    ],
-                )
+                ("user", vec![Block::ToolResult { tool_use_id: &result.tool_call_id, content, status }])
             }
         };
         if blocks.is_empty() {
             continue;
         }
         // Bedrock refuses a cache point right after a reasoning block.
-        if cache_at == Some(index) && blocks.last().is_some_and(|b| b.get("reasoningContent").is_none()) {
-            blocks.push(CACHE_POINT.clone());
+        if cache_at == Some(index) && blocks.last().is_some_and(|b| !b.is_reasoning()) {
+            blocks.push(Block::CachePoint(CACHE_POINT));
         }
         match &mut open {
-            Some((open_role, content)) if *open_role == role => content.extend(blocks),
+            Some(turn) if turn.role == role => turn.content.extend(blocks),
             _ => {
-                if let Some((open_role, content)) = open.replace((role, blocks)) {
-                    write_turn(prefix, open_role, content);
+                if let Some(turn) = open.replace(Turn { role, content: blocks }) {
+                    write_turn(prefix, &turn);
                     // What was written covers the messages before this one, whose role ended the
                     // turn; the documents before it were those of the written turns.
                     if index <= keep_before && documents.count == 0 {
@@ -483,15 +608,14 @@ fn write_messages(history: &[&Message], cache_at: Option<usize>, keep_before: us
             }
         }
     }
-    if let Some((role, content)) = open {
-        write_turn(prefix, role, content);
+    if let Some(turn) = open {
+        write_turn(prefix, &turn);
     }
 }
 
-fn write_turn(prefix: &mut WirePrefix, role: &str, content: Vec<Value>) {
+fn write_turn(prefix: &mut WirePrefix, turn: &Turn<'_>) {
     let bytes = prefix.bytes_mut();
-    // A `Value` always serializes: its keys are strings, its numbers finite.
-    let _ = serde_json::to_writer(&mut *bytes, &json!({"role": role, "content": content}));
+    sinew_http::json::write(bytes, turn);
     bytes.push(b',');
 }
 
@@ -523,17 +647,17 @@ const MAX_DOCUMENTS: usize = 5;
 /// A document name's longest form.
 const MAX_DOCUMENT_NAME: usize = 190;
 
-fn user_block(content: &Content, documents: &mut Documents) -> Option<Value> {
+fn user_block<'a>(content: &'a Content, documents: &mut Documents) -> Option<Block<'a>> {
     match content {
-        Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
+        Content::Text { text, .. } if !text.is_empty() => Some(Block::Text(text)),
         Content::Image { data, mime_type } => {
             let format = mime_type.strip_prefix("image/").unwrap_or(mime_type);
-            Some(json!({"image": {"format": format, "source": {"bytes": data}}}))
+            Some(Block::Image { format, source: Source { bytes: data } })
         }
         Content::Document { data, mime_type, name } => {
             let format = document_format(mime_type)?;
             let name = documents.name(name.as_deref());
-            Some(json!({"document": {"format": format, "name": name, "source": {"bytes": data}}}))
+            Some(Block::Document { format, name, source: Source { bytes: data } })
         }
         _ => None,
     }
@@ -595,26 +719,25 @@ fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), Pr
     })
 }
 
-fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+fn assistant_blocks(message: &AssistantMessage) -> Vec<Block<'_>> {
     let ours = message.provider == PROVIDER_ID;
     let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
     message
         .content
         .iter()
         .filter_map(|content| match content {
-            Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
+            Content::Text { text, .. } if !text.is_empty() => Some(Block::Text(text)),
             Content::Thinking { signature: Some(data), redacted: true, .. } if ours => {
-                Some(json!({"reasoningContent": {"redactedContent": data}}))
+                Some(Block::ReasoningContent(Reasoning::RedactedContent(data)))
             }
             Content::Thinking { thinking, signature: Some(signature), redacted: false, .. } if ours && !failed => {
-                Some(json!({"reasoningContent": {"reasoningText": {"text": thinking, "signature": signature}}}))
+                Some(Block::ReasoningContent(Reasoning::ReasoningText { text: thinking, signature }))
             }
             Content::ToolCall { id, name, arguments, .. } => {
-                let input = if arguments.is_object() { arguments.clone() } else { json!({"value": arguments}) };
-                Some(json!({"toolUse": {"toolUseId": id, "name": name, "input": input}}))
+                Some(Block::ToolUse { tool_use_id: id, name, input: ObjectArguments::new(arguments) })
             }
             // A server tool's call and result, as the service sent them.
-            Content::Opaque { data, .. } if ours && !failed => Some(data.clone()),
+            Content::Opaque { data, .. } if ours && !failed => Some(Block::Opaque(data)),
             _ => None,
         })
         .collect()

@@ -1,11 +1,15 @@
 //! The `streamGenerateContent` request, built from a [`StreamRequest`] (pure: no I/O), for the
 //! Gemini API and Vertex AI.
 
+use std::borrow::Cow;
+
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ThinkingLevel,
     ToolChoice, WirePrefix,
 };
+use sinew_http::json::ObjectArguments;
 use sinew_http::{Auth, HttpRequest, url_with_query};
 
 /// Gemini 3 rejects a function call in the history without a thought signature; calls made by
@@ -121,11 +125,13 @@ fn is_gemini3(model: &str) -> bool {
     model.contains("gemini-3")
 }
 
-/// The body: `contents` resumed after the messages `prefix` holds (see [`sinew_core::wire`]), among
-/// the other fields. Returns the body and the prefix of this request's messages.
+/// The body, written straight from borrowed wire structs (the history is resent every turn, so no
+/// `Value` tree is built for it), `contents` resumed after the messages `prefix` holds (see
+/// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
 fn body_bytes(config: &GeminiConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
     write_contents(config, request, &mut prefix);
-    let body = sinew_http::json::sorted_object_with_array(other_fields(request), "contents", &[prefix.bytes()]);
+    let rest = sinew_http::json::bytes(&wire_body(request));
+    let body = sinew_http::json::object_with_array(b"{}", "contents", &[prefix.bytes()], &rest);
     (body, prefix)
 }
 
@@ -154,72 +160,117 @@ pub fn body(config: &GeminiConfig, request: &StreamRequest<'_>) -> Value {
     sinew_http::json::read_body(&body)
 }
 
-/// The body's fields but `contents`.
-fn other_fields(request: &StreamRequest<'_>) -> Map<String, Value> {
-    let mut body = Map::new();
-    if !request.system_prompt.is_empty() {
-        body.insert("systemInstruction".into(), json!({"parts": [{"text": request.system_prompt}]}));
+/// The body's fields after `contents`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_instruction: Option<SystemInstruction<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<[Declarations<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<Value>,
+    #[serde(skip_serializing_if = "GenerationConfig::is_empty")]
+    generation_config: GenerationConfig<'a>,
+}
+
+#[derive(Serialize)]
+struct SystemInstruction<'a> {
+    parts: [Part<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declarations<'a> {
+    function_declarations: Vec<Declaration<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters_json_schema: Value,
+}
+
+#[derive(Serialize, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct GenerationConfig<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    presence_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frequency_penalty: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_mime_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_json_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<Value>,
+}
+
+impl GenerationConfig<'_> {
+    fn is_empty(&self) -> bool {
+        *self == GenerationConfig::default()
     }
-    if !request.tools.is_empty() {
-        let declarations: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": json_schema(&t.parameters)}))
-            .collect();
-        body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
-        let calling = match &request.options.tool_choice {
-            ToolChoice::None => Some(json!({"mode": "NONE"})),
-            ToolChoice::Required => Some(json!({"mode": "ANY"})),
-            ToolChoice::Tool { name } => Some(json!({"mode": "ANY", "allowedFunctionNames": [name]})),
-            _ => None,
-        };
-        if let Some(calling) = calling {
-            body.insert("toolConfig".into(), json!({"functionCallingConfig": calling}));
-        }
-    }
-    let mut generation = Map::new();
-    if let Some(max) = request.max_tokens {
-        generation.insert("maxOutputTokens".into(), max.into());
-    }
-    if let Some(t) = request.temperature {
-        generation.insert("temperature".into(), json!(sinew_http::json_f32(t)));
-    }
+}
+
+fn wire_body<'a>(request: &StreamRequest<'a>) -> Body<'a> {
     let options = request.options;
-    if !options.stop_sequences.is_empty() {
-        generation.insert("stopSequences".into(), json!(options.stop_sequences));
+    let tool_config = match &options.tool_choice {
+        ToolChoice::None => Some(json!({"mode": "NONE"})),
+        ToolChoice::Required => Some(json!({"mode": "ANY"})),
+        ToolChoice::Tool { name } => Some(json!({"mode": "ANY", "allowedFunctionNames": [name]})),
+        _ => None,
+    };
+    let (response_mime_type, response_json_schema) = match &options.response_format {
+        ResponseFormat::JsonObject => (Some("application/json"), None),
+        ResponseFormat::JsonSchema { schema, .. } => (Some("application/json"), Some(json_schema(schema))),
+        _ => (None, None),
+    };
+    let has_tools = !request.tools.is_empty();
+    Body {
+        system_instruction: (!request.system_prompt.is_empty())
+            .then(|| SystemInstruction { parts: [Part::text(request.system_prompt)] }),
+        tools: has_tools.then(|| {
+            [Declarations {
+                function_declarations: request
+                    .tools
+                    .iter()
+                    .map(|t| Declaration {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters_json_schema: json_schema(&t.parameters),
+                    })
+                    .collect(),
+            }]
+        }),
+        tool_config: tool_config.filter(|_| has_tools).map(|calling| json!({"functionCallingConfig": calling})),
+        generation_config: GenerationConfig {
+            max_output_tokens: request.max_tokens,
+            temperature: request.temperature.map(sinew_http::json_f32),
+            stop_sequences: &options.stop_sequences,
+            top_p: options.top_p.map(sinew_http::json_f32),
+            top_k: options.top_k,
+            seed: options.seed,
+            presence_penalty: options.presence_penalty.map(sinew_http::json_f32),
+            frequency_penalty: options.frequency_penalty.map(sinew_http::json_f32),
+            response_mime_type,
+            response_json_schema,
+            thinking_config: thinking_config(request.model, request.thinking_level),
+        },
     }
-    if let Some(top_p) = options.top_p {
-        generation.insert("topP".into(), json!(sinew_http::json_f32(top_p)));
-    }
-    if let Some(top_k) = options.top_k {
-        generation.insert("topK".into(), top_k.into());
-    }
-    if let Some(seed) = options.seed {
-        generation.insert("seed".into(), seed.into());
-    }
-    if let Some(penalty) = options.presence_penalty {
-        generation.insert("presencePenalty".into(), json!(sinew_http::json_f32(penalty)));
-    }
-    if let Some(penalty) = options.frequency_penalty {
-        generation.insert("frequencyPenalty".into(), json!(sinew_http::json_f32(penalty)));
-    }
-    match &options.response_format {
-        ResponseFormat::JsonObject => {
-            generation.insert("responseMimeType".into(), "application/json".into());
-        }
-        ResponseFormat::JsonSchema { schema, .. } => {
-            generation.insert("responseMimeType".into(), "application/json".into());
-            generation.insert("responseJsonSchema".into(), json_schema(schema));
-        }
-        _ => {}
-    }
-    if let Some(thinking) = thinking_config(request.model, request.thinking_level) {
-        generation.insert("thinkingConfig".into(), thinking);
-    }
-    if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
-    }
-    body
 }
 
 /// The keywords of JSON Schema Gemini takes (`parametersJsonSchema`, `responseJsonSchema`), as
@@ -309,33 +360,119 @@ fn thinking_config(model: &str, level: ThinkingLevel) -> Option<Value> {
     })
 }
 
+/// A turn of `contents`.
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    parts: Vec<Part<'a>>,
+}
+
+/// A part of a turn.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Part<'a> {
+    #[serde(rename_all = "camelCase")]
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thought: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    #[serde(rename_all = "camelCase")]
+    InlineData { inline_data: Blob<'a> },
+    #[serde(rename_all = "camelCase")]
+    FileData { file_data: FileData<'a> },
+    #[serde(rename_all = "camelCase")]
+    FunctionCall {
+        function_call: FunctionCall<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thought_signature: Option<&'a str>,
+    },
+    #[serde(rename_all = "camelCase")]
+    FunctionResponse { function_response: FunctionResponse<'a> },
+    /// A part of the service's own, as it sent it.
+    Opaque(&'a Value),
+}
+
+impl<'a> Part<'a> {
+    fn text(text: &'a str) -> Self {
+        Part::Text { text, thought: None, thought_signature: None }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Blob<'a> {
+    mime_type: &'a str,
+    data: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileData<'a> {
+    mime_type: &'a str,
+    file_uri: &'a str,
+}
+
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    name: &'a str,
+    args: ObjectArguments<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct FunctionResponse<'a> {
+    name: &'a str,
+    response: ResponseText<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+}
+
+/// A tool's text, under `output`, or `error` when it failed.
+#[derive(Serialize)]
+struct ResponseText<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Cow<'a, str>>,
+}
+
 /// Writes the history's turns after the messages `prefix` holds, each followed by a comma, and
 /// marks where a later request may resume: after a message that leaves no turn of function
 /// responses open (the results of one batch go back together, in one user turn).
 fn write_contents(config: &GeminiConfig, request: &StreamRequest<'_>, prefix: &mut WirePrefix) {
     let gemini3 = is_gemini3(request.model);
     // The parts of an open user turn of function responses: the next result joins it.
-    let mut results: Vec<Value> = Vec::new();
+    let mut results: Vec<Part<'_>> = Vec::new();
     let start = prefix.messages();
-    for (index, message) in request.messages.iter().enumerate().skip(start) {
+    for (index, message) in request.messages.iter().copied().enumerate().skip(start) {
         let turn = match message {
             Message::User(user) => {
-                let parts: Vec<Value> = user.content.iter().filter_map(user_part).collect();
-                (!parts.is_empty()).then(|| json!({"role": "user", "parts": parts}))
+                let parts: Vec<Part<'_>> = user.content.iter().filter_map(user_part).collect();
+                (!parts.is_empty()).then_some(Turn { role: "user", parts })
             }
             Message::Assistant(assistant) => {
                 let parts = model_parts(config, assistant, gemini3);
-                (!parts.is_empty()).then(|| json!({"role": "model", "parts": parts}))
+                (!parts.is_empty()).then_some(Turn { role: "model", parts })
             }
             Message::ToolResult(result) => {
-                let text = sinew_core::join_text(&result.content, "\n");
-                let key = if result.is_error { "error" } else { "output" };
-                let mut response = json!({"name": result.tool_name, "response": {key: text}});
-                if !result.tool_call_id.contains("-fc-") {
-                    // Ids the service issued go back; ids we generated never existed there.
-                    response["id"] = result.tool_call_id.as_str().into();
-                }
-                results.push(json!({"functionResponse": response}));
+                let text = sinew_core::joined_text(&result.content, "\n");
+                let response = if result.is_error {
+                    ResponseText { output: None, error: Some(text) }
+                } else {
+                    ResponseText { output: Some(text), error: None }
+                };
+                results.push(Part::FunctionResponse {
+                    function_response: FunctionResponse {
+                        name: &result.tool_name,
+                        response,
+                        // Ids the service issued go back; ids we generated never existed there.
+                        id: Some(result.tool_call_id.as_str()).filter(|id| !id.contains("-fc-")),
+                    },
+                });
                 // Images, documents and audio a tool returned follow its response as parts.
                 results
                     .extend(result.content.iter().filter(|c| !matches!(c, Content::Text { .. })).filter_map(user_part));
@@ -354,27 +491,26 @@ fn write_contents(config: &GeminiConfig, request: &StreamRequest<'_>, prefix: &m
 }
 
 /// Writes the open turn of function responses, if any.
-fn write_turn(prefix: &mut WirePrefix, results: &mut Vec<Value>) {
+fn write_turn(prefix: &mut WirePrefix, results: &mut Vec<Part<'_>>) {
     if !results.is_empty() {
-        write_value(prefix, &json!({"role": "user", "parts": std::mem::take(results)}));
+        write_value(prefix, &Turn { role: "user", parts: std::mem::take(results) });
     }
 }
 
-fn write_value(prefix: &mut WirePrefix, value: &Value) {
+fn write_value(prefix: &mut WirePrefix, turn: &Turn<'_>) {
     let bytes = prefix.bytes_mut();
-    // A `Value` always serializes: its keys are strings, its numbers finite.
-    let _ = serde_json::to_writer(&mut *bytes, value);
+    sinew_http::json::write(bytes, turn);
     bytes.push(b',');
 }
 
-fn user_part(content: &Content) -> Option<Value> {
+fn user_part(content: &Content) -> Option<Part<'_>> {
     match content {
-        Content::Text { text, .. } if !text.is_empty() => Some(json!({"text": text})),
+        Content::Text { text, .. } if !text.is_empty() => Some(Part::text(text)),
         Content::Image { data, mime_type }
         | Content::Document { data, mime_type, .. }
-        | Content::Audio { data, mime_type } => Some(json!({"inlineData": {"mimeType": mime_type, "data": data}})),
+        | Content::Audio { data, mime_type } => Some(Part::InlineData { inline_data: Blob { mime_type, data } }),
         Content::ImageUrl { url, mime_type: Some(mime_type) } | Content::DocumentUrl { url, mime_type, .. } => {
-            Some(json!({"fileData": {"mimeType": mime_type, "fileUri": url}}))
+            Some(Part::FileData { file_data: FileData { mime_type, file_uri: url } })
         }
         _ => None,
     }
@@ -393,15 +529,10 @@ fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), Pr
     })
 }
 
-fn model_parts(config: &GeminiConfig, message: &AssistantMessage, gemini3: bool) -> Vec<Value> {
+fn model_parts<'a>(config: &GeminiConfig, message: &'a AssistantMessage, gemini3: bool) -> Vec<Part<'a>> {
     let ours = message.provider == config.provider_id;
     let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
-    let signed = |mut part: Value, signature: &Option<String>| {
-        if let Some(signature) = signature.as_ref().filter(|_| ours) {
-            part["thoughtSignature"] = signature.as_str().into();
-        }
-        part
-    };
+    let signature_of = |signature: &'a Option<String>| signature.as_deref().filter(|_| ours);
     message
         .content
         .iter()
@@ -409,23 +540,29 @@ fn model_parts(config: &GeminiConfig, message: &AssistantMessage, gemini3: bool)
             Content::Thinking { thinking, signature, redacted: false, .. }
                 if ours && !failed && !thinking.is_empty() =>
             {
-                Some(signed(json!({"text": thinking, "thought": true}), signature))
+                Some(Part::Text { text: thinking, thought: Some(true), thought_signature: signature_of(signature) })
             }
-            Content::Text { text, signature } if !text.is_empty() => Some(signed(json!({"text": text}), signature)),
+            Content::Text { text, signature } if !text.is_empty() => {
+                Some(Part::Text { text, thought: None, thought_signature: signature_of(signature) })
+            }
             Content::ToolCall { id, name, arguments, signature } => {
-                let args = if arguments.is_object() { arguments.clone() } else { json!({"value": arguments}) };
-                let mut call = json!({"name": name, "args": args});
-                // The same rule as for results, so a call and its response always agree.
-                if !id.contains("-fc-") {
-                    call["id"] = id.as_str().into();
+                let mut thought_signature = signature_of(signature);
+                if gemini3 && thought_signature.is_none() {
+                    thought_signature = Some(SKIP_SIGNATURE);
                 }
-                let mut part = signed(json!({"functionCall": call}), signature);
-                if gemini3 && part.get("thoughtSignature").is_none() {
-                    part["thoughtSignature"] = SKIP_SIGNATURE.into();
-                }
-                Some(part)
+                Some(Part::FunctionCall {
+                    function_call: FunctionCall {
+                        name,
+                        args: ObjectArguments::new(arguments),
+                        // The same rule as for results, so a call and its response always agree.
+                        id: Some(id.as_str()).filter(|id| !id.contains("-fc-")),
+                    },
+                    thought_signature,
+                })
             }
-            Content::Opaque { provider, data } if *provider == config.provider_id && !failed => Some(data.clone()),
+            Content::Opaque { provider, data } if *provider == config.provider_id && !failed => {
+                Some(Part::Opaque(data))
+            }
             _ => None,
         })
         .collect()

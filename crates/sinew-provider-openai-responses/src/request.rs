@@ -4,7 +4,10 @@
 //! provider's own reasoning items (id, summary, `encrypted_content`) and item ids carried back
 //! so reasoning models keep their chain of thought across tool calls.
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::{Value, json};
 use sinew_core::{
     AssistantMessage, Content, Message, ProviderError, ResponseFormat, StopReason, StreamRequest, ToolChoice,
     WirePrefix,
@@ -130,12 +133,18 @@ fn message_format(config: &ResponsesConfig) -> u64 {
     hasher.finish()
 }
 
-/// The body: `input` resumed after the messages `prefix` holds (see [`sinew_core::wire`]), among
-/// the other fields in the order a JSON object writes its keys (sorted). Returns the body and the
-/// prefix of this request's messages.
+/// The body, written straight from borrowed wire structs (the history is resent every turn, so no
+/// `Value` tree is built for it), `input` resumed after the messages `prefix` holds (see
+/// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
 fn body_bytes(config: &ResponsesConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
     write_input(config, request.messages, &mut prefix);
-    let body = sinew_http::json::sorted_object_with_array(other_fields(config, request), "input", &[prefix.bytes()]);
+    let head = Head { model: request.model, instructions: Some(request.system_prompt).filter(|s| !s.is_empty()) };
+    let body = sinew_http::json::object_with_array(
+        &sinew_http::json::bytes(&head),
+        "input",
+        &[prefix.bytes()],
+        &sinew_http::json::bytes(&wire_body(config, request)),
+    );
     (body, prefix)
 }
 
@@ -155,147 +164,244 @@ pub fn body(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Value {
     sinew_http::json::read_body(&body)
 }
 
-/// The body's fields but `input`.
-fn other_fields(config: &ResponsesConfig, request: &StreamRequest<'_>) -> Map<String, Value> {
-    let mut body = Map::new();
-    body.insert("model".into(), request.model.into());
-    if !request.system_prompt.is_empty() {
-        body.insert("instructions".into(), request.system_prompt.into());
-    }
-    body.insert("stream".into(), true.into());
-    body.insert("store".into(), false.into());
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+/// The body's fields before `input`.
+#[derive(Serialize)]
+struct Head<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
+}
+
+/// The body's fields after `input`.
+#[derive(Serialize)]
+struct Body<'a> {
+    stream: bool,
+    store: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning<'a>>,
+    #[serde(skip_serializing_if = "<[&str]>::is_empty")]
+    include: &'static [&'static str],
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct Reasoning<'a> {
+    effort: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+}
+
+fn wire_body<'a>(config: &'a ResponsesConfig, request: &StreamRequest<'a>) -> Body<'a> {
+    let options = request.options;
+    let has_tools = !request.tools.is_empty();
+    let effort = request.thinking_level.effort();
+    Body {
+        stream: true,
+        store: false,
+        tools: request
             .tools
             .iter()
-            .map(|t| {
-                json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": false})
+            .map(|t| WireTool {
+                kind: "function",
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.parameters,
+                strict: false,
             })
-            .collect();
-        body.insert("tools".into(), tools.into());
+            .collect(),
         // Both are refused by the API when the request has no tools.
-        let choice = match &request.options.tool_choice {
+        tool_choice: match &options.tool_choice {
             ToolChoice::None => Some(json!("none")),
             ToolChoice::Required => Some(json!("required")),
             ToolChoice::Tool { name } => Some(json!({"type": "function", "name": name})),
             _ => None,
-        };
-        if let Some(choice) = choice {
-            body.insert("tool_choice".into(), choice);
         }
-        if let Some(parallel) = request.options.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), parallel.into());
-        }
-    }
-    if let Some(top_p) = request.options.top_p {
-        body.insert("top_p".into(), json!(sinew_http::json_f32(top_p)));
-    }
-    if let Some(user) = &request.options.user {
-        body.insert("user".into(), user.as_str().into());
-    }
-    // OpenAI takes 64 bytes at most.
-    if let Some(key) = request.active_cache_key_within(64).filter(|_| config.prompt_cache_key) {
-        body.insert("prompt_cache_key".into(), key.into_owned().into());
-    }
-    let format = match &request.options.response_format {
-        ResponseFormat::JsonObject => Some(json!({"type": "json_object"})),
-        ResponseFormat::JsonSchema { name, schema, strict } => {
-            // Strict mode takes closed objects with every property required.
-            let schema = if *strict { sinew_core::schema::strict(schema) } else { schema.clone() };
-            Some(json!({"type": "json_schema", "name": name, "schema": schema, "strict": strict}))
-        }
-        _ => None,
-    };
-    if let Some(format) = format {
-        body.insert("text".into(), json!({"format": format}));
-    }
-    if let Some(max) = request.max_tokens {
-        body.insert("max_output_tokens".into(), max.into());
-    }
-    if let Some(t) = request.temperature {
-        body.insert("temperature".into(), json!(sinew_http::json_f32(t)));
-    }
-    if let Some(effort) = request.thinking_level.effort() {
-        let mut reasoning = json!({"effort": effort});
-        if let Some(summary) = &config.reasoning_summary {
-            reasoning["summary"] = summary.as_str().into();
-        }
-        body.insert("reasoning".into(), reasoning);
+        .filter(|_| has_tools),
+        parallel_tool_calls: options.parallel_tool_calls.filter(|_| has_tools),
+        top_p: options.top_p.map(sinew_http::json_f32),
+        user: options.user.as_deref(),
+        // OpenAI takes 64 bytes at most.
+        prompt_cache_key: request.active_cache_key_within(64).filter(|_| config.prompt_cache_key),
+        text: match &options.response_format {
+            ResponseFormat::JsonObject => Some(json!({"format": {"type": "json_object"}})),
+            ResponseFormat::JsonSchema { name, schema, strict } => {
+                // Strict mode takes closed objects with every property required.
+                let schema = if *strict { sinew_core::schema::strict(schema) } else { schema.clone() };
+                Some(json!({"format": {"type": "json_schema", "name": name, "schema": schema, "strict": strict}}))
+            }
+            _ => None,
+        },
+        max_output_tokens: request.max_tokens,
+        temperature: request.temperature.map(sinew_http::json_f32),
+        reasoning: effort.map(|effort| Reasoning { effort, summary: config.reasoning_summary.as_deref() }),
         // Without storage, reasoning comes back encrypted so the next turn can carry it.
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        include: if effort.is_some() { &["reasoning.encrypted_content"] } else { &[] },
     }
-    body
+}
+
+/// An input item.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item<'a> {
+    User {
+        role: &'static str,
+        content: Vec<InputPart<'a>>,
+    },
+    Typed(TypedItem<'a>),
+    /// An item of the service's own, as it sent it.
+    Opaque(&'a Value),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TypedItem<'a> {
+    Reasoning {
+        id: &'a str,
+        summary: Vec<SummaryText<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<&'a str>,
+    },
+    Message {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+        role: &'static str,
+        content: [OutputText<'a>; 1],
+        status: &'static str,
+    },
+    FunctionCall {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+        call_id: &'a str,
+        name: &'a str,
+        arguments: String,
+    },
+    FunctionCallOutput {
+        call_id: &'a str,
+        output: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+struct SummaryText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct OutputText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    annotations: [(); 0],
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum InputPart<'a> {
+    #[serde(rename = "input_text")]
+    Text { text: &'a str },
+    #[serde(rename = "input_image")]
+    Image { image_url: Cow<'a, str> },
+    /// A file sent whole, as a `data:` URL.
+    #[serde(rename = "input_file")]
+    FileData { filename: &'a str, file_data: String },
+    #[serde(rename = "input_file")]
+    FileUrl { file_url: &'a str },
 }
 
 /// Writes the input items of the history's messages after those `prefix` holds, each followed by
 /// a comma, and marks where a later request may resume: after every message but a tool result
 /// whose attachments still wait for the user message that follows the batch.
 fn write_input(config: &ResponsesConfig, history: &[&Message], prefix: &mut WirePrefix) {
-    let mut items: Vec<Value> = Vec::new();
     // Images returned by tools cannot go in `function_call_output`; they follow the batch.
-    let mut tool_images: Vec<Value> = Vec::new();
+    let mut tool_images: Vec<InputPart<'_>> = Vec::new();
     let start = prefix.messages();
-    for (index, message) in history.iter().enumerate().skip(start) {
+    for (index, message) in history.iter().copied().enumerate().skip(start) {
         if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
-            items.push(images_turn(&mut tool_images));
+            write_item(prefix, &images_turn(&mut tool_images));
         }
         match message {
             Message::User(user) => {
-                let content: Vec<Value> = user.content.iter().filter_map(input_part).collect();
+                let content: Vec<InputPart<'_>> = user.content.iter().filter_map(input_part).collect();
                 if !content.is_empty() {
-                    items.push(json!({"role": "user", "content": content}));
+                    write_item(prefix, &Item::User { role: "user", content });
                 }
             }
-            Message::Assistant(assistant) => assistant_items(config, assistant, &mut items),
+            Message::Assistant(assistant) => assistant_items(config, assistant, prefix),
             Message::ToolResult(result) => {
-                let text = sinew_core::join_text(&result.content, "\n");
-                let output = if text.is_empty() { "(no output)".to_owned() } else { text };
+                let text = sinew_core::joined_text(&result.content, "\n");
+                let output = if text.is_empty() { Cow::Borrowed("(no output)") } else { text };
                 // The output is text; images and files follow the batch in a user message.
                 tool_images.extend(
                     result.content.iter().filter(|c| !matches!(c, Content::Text { .. })).filter_map(input_part),
                 );
-                items.push(json!({"type": "function_call_output", "call_id": result.tool_call_id, "output": output}));
+                write_item(
+                    prefix,
+                    &Item::Typed(TypedItem::FunctionCallOutput { call_id: &result.tool_call_id, output }),
+                );
             }
         }
-        write_items(prefix, &mut items);
         if tool_images.is_empty() {
             prefix.mark(index + 1);
         }
     }
     if !tool_images.is_empty() {
-        items.push(images_turn(&mut tool_images));
-        write_items(prefix, &mut items);
+        write_item(prefix, &images_turn(&mut tool_images));
     }
 }
 
-fn write_items(prefix: &mut WirePrefix, items: &mut Vec<Value>) {
+fn write_item(prefix: &mut WirePrefix, item: &Item<'_>) {
     let bytes = prefix.bytes_mut();
-    for item in items.drain(..) {
-        // A `Value` always serializes: its keys are strings, its numbers finite.
-        let _ = serde_json::to_writer(&mut *bytes, &item);
-        bytes.push(b',');
-    }
+    sinew_http::json::write(bytes, item);
+    bytes.push(b',');
 }
 
-fn images_turn(images: &mut Vec<Value>) -> Value {
-    let mut content = vec![json!({"type": "input_text", "text": "Files returned by the tools above:"})];
+fn images_turn<'a>(images: &mut Vec<InputPart<'a>>) -> Item<'a> {
+    let mut content = vec![InputPart::Text { text: "Files returned by the tools above:" }];
     content.append(images);
-    json!({"role": "user", "content": content})
+    Item::User { role: "user", content }
 }
 
-fn input_part(content: &Content) -> Option<Value> {
+fn input_part(content: &Content) -> Option<InputPart<'_>> {
     match content {
-        Content::Text { text, .. } if !text.is_empty() => Some(json!({"type": "input_text", "text": text})),
+        Content::Text { text, .. } if !text.is_empty() => Some(InputPart::Text { text }),
         Content::Image { data, mime_type } => {
-            Some(json!({"type": "input_image", "image_url": format!("data:{mime_type};base64,{data}")}))
+            Some(InputPart::Image { image_url: Cow::Owned(format!("data:{mime_type};base64,{data}")) })
         }
-        Content::ImageUrl { url, .. } => Some(json!({"type": "input_image", "image_url": url})),
-        Content::Document { data, mime_type, name } => Some(json!({
-            "type": "input_file",
-            "filename": name.as_deref().unwrap_or("document"),
-            "file_data": format!("data:{mime_type};base64,{data}"),
-        })),
-        Content::DocumentUrl { url, .. } => Some(json!({"type": "input_file", "file_url": url})),
+        Content::ImageUrl { url, .. } => Some(InputPart::Image { image_url: Cow::Borrowed(url) }),
+        Content::Document { data, mime_type, name } => Some(InputPart::FileData {
+            filename: name.as_deref().unwrap_or("document"),
+            file_data: format!("data:{mime_type};base64,{data}"),
+        }),
+        Content::DocumentUrl { url, .. } => Some(InputPart::FileUrl { file_url: url }),
         _ => None,
     }
 }
@@ -312,50 +418,37 @@ fn check_inputs_from(request: &StreamRequest<'_>, first: usize) -> Result<(), Pr
     })
 }
 
-fn assistant_items(config: &ResponsesConfig, message: &AssistantMessage, items: &mut Vec<Value>) {
+fn assistant_items(config: &ResponsesConfig, message: &AssistantMessage, prefix: &mut WirePrefix) {
     let ours = message.provider == config.provider_id;
     let failed = matches!(message.stop_reason, StopReason::Error | StopReason::Aborted);
     for content in &message.content {
-        match content {
+        let item = match content {
             // A reasoning item is only valid back on the service that made it, complete, with
             // the item that followed it.
             Content::Thinking { thinking, signature, id: Some(id), redacted: false } if ours && !failed => {
-                let summary: Vec<Value> = if thinking.is_empty() {
+                let summary = if thinking.is_empty() {
                     Vec::new()
                 } else {
-                    vec![json!({"type": "summary_text", "text": thinking})]
+                    vec![SummaryText { kind: "summary_text", text: thinking }]
                 };
-                let mut item = json!({"type": "reasoning", "id": id, "summary": summary});
-                if let Some(encrypted) = signature {
-                    item["encrypted_content"] = encrypted.as_str().into();
-                }
-                items.push(item);
+                Item::Typed(TypedItem::Reasoning { id, summary, encrypted_content: signature.as_deref() })
             }
-            Content::Text { text, signature } if !text.is_empty() => {
-                let mut item = json!({
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}],
-                    "status": "completed",
-                });
-                if let Some(id) = signature.as_ref().filter(|id| ours && id.starts_with("msg")) {
-                    item["id"] = id.as_str().into();
-                }
-                items.push(item);
-            }
-            Content::ToolCall { id, name, arguments, signature } => {
-                let arguments = sinew_http::json::text(arguments);
-                let mut item = json!({"type": "function_call", "call_id": id, "name": name, "arguments": arguments});
-                if let Some(item_id) = signature.as_ref().filter(|id| ours && id.starts_with("fc")) {
-                    item["id"] = item_id.as_str().into();
-                }
-                items.push(item);
-            }
-            Content::Opaque { provider, data } if *provider == config.provider_id && !failed => {
-                items.push(data.clone())
-            }
-            _ => {}
-        }
+            Content::Text { text, signature } if !text.is_empty() => Item::Typed(TypedItem::Message {
+                id: signature.as_deref().filter(|id| ours && id.starts_with("msg")),
+                role: "assistant",
+                content: [OutputText { kind: "output_text", text, annotations: [] }],
+                status: "completed",
+            }),
+            Content::ToolCall { id, name, arguments, signature } => Item::Typed(TypedItem::FunctionCall {
+                id: signature.as_deref().filter(|id| ours && id.starts_with("fc")),
+                call_id: id,
+                name,
+                arguments: sinew_http::json::text(arguments),
+            }),
+            Content::Opaque { provider, data } if *provider == config.provider_id && !failed => Item::Opaque(data),
+            _ => continue,
+        };
+        write_item(prefix, &item);
     }
 }
 

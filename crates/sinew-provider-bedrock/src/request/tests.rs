@@ -369,5 +369,5 @@ fn a_growing_history_is_written_once_up_to_the_cache_point() {
     // Turns end where the next message has another role; the last before the cache point (on
     // message 2, then 3) and the unchanged message after it bound what is reused.
     assert_eq!(kept.messages(), 2);
-    assert!(String::from_utf8_lossy(kept.bytes()).ends_with(r#"{"content":[{"text":"two"}],"role":"assistant"},"#));
+    assert!(String::from_utf8_lossy(kept.bytes()).ends_with(r#"{"role":"assistant","content":[{"text":"two"}]},"#));
 }

@@ -275,5 +275,5 @@ fn a_claim_beyond_the_history_is_cut_to_it() {
     let long = vec![Message::user("one"), Message::user("two"), Message::user("three")];
     body_with("gemini-2.5-flash", &long, Some((&cache, 0)));
     let body = String::from_utf8(body_with("gemini-2.5-flash", &long[..1], Some((&cache, 9)))).unwrap();
-    assert!(body.starts_with(r#"{"contents":[{"parts":[{"text":"one"}],"role":"user"}],"#), "{body}");
+    assert!(body.starts_with(r#"{"contents":[{"role":"user","parts":[{"text":"one"}]}],"#), "{body}");
 }

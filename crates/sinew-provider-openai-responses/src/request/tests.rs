@@ -178,7 +178,7 @@ fn body_with(
     let refs: Vec<&Message> = messages.iter().collect();
     let mut request = StreamRequest::new("gpt-x", "Be brief.", &refs);
     if thinking {
-        // `include` is written before `input`.
+        // Reasoning adds fields around `input`.
         request.thinking_level = ThinkingLevel::Medium;
     }
     request.history = cache.map(|(cache, unchanged)| sinew_core::HistoryCache { cache, unchanged });
