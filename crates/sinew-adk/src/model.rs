@@ -83,6 +83,7 @@ impl<L: Llm + ?Sized> Llm for Arc<L> {
 pub struct ModelAdapter {
     provider: Arc<dyn StreamProvider>,
     model: String,
+    conversations: Conversations,
 }
 
 impl std::fmt::Debug for ModelAdapter {
@@ -95,9 +96,115 @@ impl std::fmt::Debug for ModelAdapter {
 }
 
 impl ModelAdapter {
-    /// `model` served by `provider`.
+    /// `model` served by `provider`, keeping the serialized histories of the last
+    /// [`DEFAULT_CONVERSATIONS`] conversations it served (see [`ModelAdapter::with_history_cache`]).
     pub fn new(provider: Arc<dyn StreamProvider>, model: impl Into<String>) -> Self {
-        ModelAdapter { provider, model: model.into() }
+        ModelAdapter { provider, model: model.into(), conversations: Conversations::new(DEFAULT_CONVERSATIONS) }
+    }
+
+    /// Keeps the serialized histories of the last `conversations` conversations served (0: none).
+    ///
+    /// ADK rebuilds a request's contents from the session's events on every call, so the
+    /// adapter finds out itself what a request shares with an earlier one: the messages it starts
+    /// with that are the same as those of the conversation it continues (the kept one sharing
+    /// the most). The provider then writes only the messages after those (see
+    /// [`sinew_core::wire`]); a history rewritten by compaction or a rewind shares less, and is
+    /// written again from where it changed. Each conversation kept costs a copy of its messages and
+    /// of their bytes.
+    pub fn with_history_cache(mut self, conversations: usize) -> Self {
+        self.conversations = Conversations::new(conversations);
+        self
+    }
+}
+
+/// How many conversations a [`ModelAdapter`] keeps the serialized histories of by default.
+pub const DEFAULT_CONVERSATIONS: usize = 16;
+
+/// The conversations a [`ModelAdapter`] keeps the serialized histories of, the most recently used
+/// first.
+struct Conversations {
+    capacity: usize,
+    kept: std::sync::Mutex<std::collections::VecDeque<Arc<Conversation>>>,
+}
+
+/// The messages of a conversation's last request, and the bytes the provider wrote for them.
+#[derive(Default)]
+struct Conversation {
+    state: std::sync::Mutex<Sent>,
+}
+
+#[derive(Default)]
+struct Sent {
+    messages: Vec<Message>,
+    wire: sinew_core::WireCache,
+}
+
+impl Conversations {
+    fn new(capacity: usize) -> Self {
+        Conversations { capacity, kept: std::sync::Mutex::default() }
+    }
+
+    /// The kept conversation `messages` continues: the one whose last request shares the most
+    /// first messages with them (none in use by another call), or, sharing none, a new one in
+    /// place of the least recently used. `None` when nothing is kept.
+    fn continued_by(&self, messages: &[Message]) -> Option<Arc<Conversation>> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let best = kept
+            .iter()
+            .enumerate()
+            .filter_map(|(i, conversation)| {
+                let state = conversation.state.try_lock().ok()?;
+                Some((i, shared_prefix(&state.messages, messages)))
+            })
+            .filter(|&(_, shared)| shared > 0)
+            .max_by_key(|&(_, shared)| shared);
+        let conversation = match best {
+            Some((i, _)) => kept.remove(i)?,
+            None => {
+                if kept.len() >= self.capacity {
+                    kept.pop_back();
+                }
+                Arc::default()
+            }
+        };
+        kept.push_front(Arc::clone(&conversation));
+        Some(conversation)
+    }
+}
+
+/// How many first messages `sent` and `messages` share, as a builder writes them (equal but for
+/// their timestamps, which no builder sends; the adapter stamps them anew on every call).
+fn shared_prefix(sent: &[Message], messages: &[Message]) -> usize {
+    sent.iter().zip(messages).take_while(|(a, b)| same_but_time(a, b)).count()
+}
+
+fn same_but_time(a: &Message, b: &Message) -> bool {
+    match (a, b) {
+        (Message::User(a), Message::User(b)) => {
+            let UserMessage { content, timestamp: _ } = a;
+            *content == b.content
+        }
+        (Message::Assistant(a), Message::Assistant(b)) => {
+            let AssistantMessage { content, stop_reason, model, provider, usage, timestamp: _, error_message } = a;
+            *content == b.content
+                && *stop_reason == b.stop_reason
+                && *model == b.model
+                && *provider == b.provider
+                && *usage == b.usage
+                && *error_message == b.error_message
+        }
+        (Message::ToolResult(a), Message::ToolResult(b)) => {
+            let ToolResultMessage { tool_call_id, tool_name, content, is_error, timestamp: _, details } = a;
+            *tool_call_id == b.tool_call_id
+                && *tool_name == b.tool_name
+                && *content == b.content
+                && *is_error == b.is_error
+                && *details == b.details
+        }
+        _ => false,
     }
 }
 
@@ -122,16 +229,28 @@ impl Llm for ModelAdapter {
         if let Some(filler) = filler {
             messages.push(Message::user(filler));
         }
-        let refs: Vec<&Message> = messages.iter().collect();
-        let mut call = StreamRequest::new(&model, &system, &refs);
-        call.tools = &tools;
-        call.temperature = request.config.temperature.map(|t| t as f32);
-        call.max_tokens = request.config.max_output_tokens;
-        call.thinking_level = thinking_level(request.config.thinking_config.as_ref());
         let options = request_options(&request.config);
-        call.options = &options;
+        let conversation = self.conversations.continued_by(&messages);
+        // Held while the provider writes the request (in `stream`, before it returns).
+        let mut sent = conversation.as_ref().map(|c| c.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         let cancel = CancellationToken::new();
-        let events = self.provider.stream(&call, cancel.clone());
+        let events = {
+            let refs: Vec<&Message> = messages.iter().collect();
+            let mut call = StreamRequest::new(&model, &system, &refs);
+            call.tools = &tools;
+            call.temperature = request.config.temperature.map(|t| t as f32);
+            call.max_tokens = request.config.max_output_tokens;
+            call.thinking_level = thinking_level(request.config.thinking_config.as_ref());
+            call.options = &options;
+            call.history = sent.as_deref().map(|sent| sinew_core::HistoryCache {
+                cache: &sent.wire,
+                unchanged: shared_prefix(&sent.messages, &messages),
+            });
+            self.provider.stream(&call, cancel.clone())
+        };
+        if let Some(sent) = sent.as_deref_mut() {
+            sent.messages = messages;
+        }
         Adapting { events, stream, done: false, _cancel: cancel.drop_guard() }.boxed()
     }
 }

@@ -414,3 +414,115 @@ async fn a_response_schema_becomes_structured_output() {
     let (_, provider) = run(vec![MockResponse::text("{}")], llm_request, false).await;
     assert_eq!(provider.requests()[0].options.response_format, sinew_core::ResponseFormat::JsonObject);
 }
+
+/// A conversation of `rounds` tool rounds after a first question, as ADK builds its contents:
+/// a user turn, then for each round a model turn calling the tool and a user turn answering.
+fn conversation(first: &str, rounds: usize) -> Vec<Content> {
+    let mut contents = vec![Content::user_text(first)];
+    for i in 0..rounds {
+        let id = format!("call-{i}");
+        contents.push(Content::new(
+            "model",
+            vec![Part::function_call(FunctionCall::new(Some(id.clone()), "get_weather", json_map(json!({"day": i}))))],
+        ));
+        contents.push(Content::new(
+            "user",
+            vec![Part::function_response(FunctionResponse::new(Some(id), "get_weather", json_map(json!({"rain": i}))))],
+        ));
+    }
+    contents
+}
+
+/// What each request the adapter made said was unchanged since the previous request of its
+/// conversation.
+async fn claims(adapter: &ModelAdapter, provider: &MockProvider, requests: Vec<Vec<Content>>) -> Vec<Option<usize>> {
+    for contents in requests {
+        let items: Vec<_> = adapter.generate_content(request(contents, None), false).collect().await;
+        assert!(items.iter().all(Result::is_ok), "{items:?}");
+    }
+    provider.requests().into_iter().map(|r| r.history_unchanged).collect()
+}
+
+/// ADK rebuilds its contents on every call; the adapter finds what a request shares with the
+/// previous one of its conversation (the provider then writes only what follows): the messages
+/// of a growing conversation, none of a rewritten one, each conversation its own when they
+/// interleave, and less after a history was cut back.
+#[tokio::test]
+async fn each_request_claims_what_it_shares_with_its_conversations_last() {
+    let answers = || (0..8).map(|_| MockResponse::new().text_delta("ok"));
+    let provider = Arc::new(MockProvider::new(answers()));
+    let adapter = ModelAdapter::new(provider.clone(), "mock-model");
+    let seen = claims(
+        &adapter,
+        &provider,
+        vec![
+            conversation("a", 0),
+            conversation("a", 1),
+            conversation("b", 0),
+            conversation("a", 3),
+            conversation("b", 2),
+            // Compaction rewrote the first message.
+            conversation("a'", 3),
+            conversation("a", 1),
+        ],
+    )
+    .await;
+    // Messages: one for the question, two per round; the nudge after a model turn never comes.
+    assert_eq!(seen, [Some(0), Some(1), Some(0), Some(3), Some(1), Some(0), Some(3)]);
+}
+
+/// With no history cache, requests carry none; with room for one conversation, two that
+/// interleave push each other out.
+#[tokio::test]
+async fn the_history_cache_has_the_room_it_is_given() {
+    let answers = || (0..4).map(|_| MockResponse::new().text_delta("ok"));
+    let provider = Arc::new(MockProvider::new(answers()));
+    let adapter = ModelAdapter::new(provider.clone(), "mock-model").with_history_cache(0);
+    let seen = claims(&adapter, &provider, vec![conversation("a", 0), conversation("a", 1)]).await;
+    assert_eq!(seen, [None, None]);
+
+    let provider = Arc::new(MockProvider::new(answers()));
+    let adapter = ModelAdapter::new(provider.clone(), "mock-model").with_history_cache(1);
+    let requests = vec![conversation("a", 0), conversation("b", 0), conversation("a", 1), conversation("a", 2)];
+    let seen = claims(&adapter, &provider, requests).await;
+    assert_eq!(seen, [Some(0), Some(0), Some(0), Some(3)]);
+}
+
+/// Over a real provider the bytes are what they would be without the cache: the Anthropic
+/// provider, talking HTTP, writes the same body for every request of two interleaved
+/// conversations, one of them rewritten and cut back, with and without the adapter's cache.
+#[tokio::test]
+async fn a_resumed_body_is_the_body_written_whole() {
+    use sinew_provider_anthropic::{AnthropicConfig, AnthropicProvider};
+    use sinew_testing::MockServer;
+    use sinew_testing::wire::{WireTurn, anthropic_events, sse_response};
+
+    let requests = [
+        conversation("a", 0),
+        conversation("a", 1),
+        conversation("b", 2),
+        conversation("a", 4),
+        conversation("b", 3),
+        conversation("a'", 4),
+        conversation("a", 2),
+        conversation("a", 5),
+    ];
+    let mut bodies = Vec::new();
+    for conversations in [sinew_adk::model::DEFAULT_CONVERSATIONS, 0] {
+        let answer = || sse_response(anthropic_events(&WireTurn::new().text("ok").usage(1, 1)), None);
+        let server = MockServer::scripted(requests.iter().map(|_| answer())).await;
+        let mut config = AnthropicConfig::new("sk-ant-test");
+        config.base_url = server.url();
+        let adapter = ModelAdapter::new(Arc::new(AnthropicProvider::new(config)), "claude-test")
+            .with_history_cache(conversations);
+        for contents in &requests {
+            let items: Vec<_> = adapter.generate_content(request(contents.clone(), None), false).collect().await;
+            assert!(items.iter().all(Result::is_ok), "{items:?}");
+        }
+        bodies.push(server.requests().into_iter().map(|r| String::from_utf8(r.body).unwrap()).collect::<Vec<_>>());
+    }
+    assert_eq!(bodies[0].len(), requests.len());
+    for (resumed, whole) in bodies[0].iter().zip(&bodies[1]) {
+        assert_eq!(resumed, whole);
+    }
+}
