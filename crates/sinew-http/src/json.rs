@@ -295,5 +295,170 @@ impl<'de> Visitor<'de> for AnyValue {
     }
 }
 
+/// A reader of the JSON that per-token events hold, for a decoder's fast path ahead of its
+/// serde reading: objects, arrays, strings without escapes, integers and the three literals,
+/// read in place with no allocation. It answers `None` wherever it meets anything else (a
+/// payload with a backslash anywhere is refused whole, as are fractions, exponents and nesting a
+/// caller did not ask for), and the decoder then reads the event its general way; so whatever it
+/// accepts, serde_json reads alike. A caller keeps the rule serde's derived structs follow: a
+/// known key given twice is no fast path either.
+///
+/// ```
+/// use sinew_http::json::Scan;
+///
+/// let mut scan = Scan::new(r#"{"a": "x", "b": [1, null]}"#).unwrap();
+/// let mut seen = Vec::new();
+/// let read = scan.object(|scan, key| {
+///     match key {
+///         "a" => seen.push(scan.string()?.to_owned()),
+///         _ => scan.array(|scan| scan.skip_scalar())?,
+///     }
+///     Some(())
+/// });
+/// assert!(read.is_some() && scan.end().is_some());
+/// assert_eq!(seen, ["x"]);
+/// assert!(Scan::new(r#"{"a": "\n"}"#).is_none());
+/// ```
+#[derive(Debug)]
+pub struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    /// A reader of `text`; `None` when it holds a backslash (escapes are read the general way).
+    pub fn new(text: &'a str) -> Option<Self> {
+        memchr::memchr(b'\\', text.as_bytes()).is_none().then_some(Scan { text, at: 0 })
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        self.text.as_bytes().get(self.at..).unwrap_or_default()
+    }
+
+    /// The next byte after whitespace, not taken.
+    fn peek(&mut self) -> Option<u8> {
+        let skipped = self.rest().iter().take_while(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t')).count();
+        self.at += skipped;
+        self.rest().first().copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn literal(&mut self, word: &str) -> bool {
+        let found = self.peek().is_some() && self.rest().starts_with(word.as_bytes());
+        if found {
+            self.at += word.len();
+        }
+        found
+    }
+
+    /// Takes a `null`; `false` (and nothing taken) when the next value is something else.
+    pub fn null(&mut self) -> bool {
+        self.literal("null")
+    }
+
+    /// A string without escapes or control characters, borrowed from the text.
+    pub fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let length = self.rest().iter().position(|&b| b == b'"' || b < 0x20)?;
+        if self.rest().get(length) != Some(&b'"') {
+            return None;
+        }
+        let start = self.at;
+        self.at += length + 1;
+        // Both ends are at an ASCII quote: character boundaries.
+        self.text.get(start..start + length)
+    }
+
+    /// A string, or `None` for `null`.
+    pub fn string_or_null(&mut self) -> Option<Option<&'a str>> {
+        if self.null() { Some(None) } else { self.string().map(Some) }
+    }
+
+    /// A non-negative integer that fits a `u64`, written as JSON writes one (no leading zero, no
+    /// fraction or exponent).
+    pub fn u64(&mut self) -> Option<u64> {
+        self.peek()?;
+        let digits = self.rest().iter().take_while(|b| b.is_ascii_digit()).count();
+        let text = self.text.get(self.at..self.at + digits)?;
+        if digits == 0 || (digits > 1 && text.starts_with('0')) {
+            return None;
+        }
+        if matches!(self.rest().get(digits), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let value = text.parse().ok()?;
+        self.at += digits;
+        Some(value)
+    }
+
+    /// Skips a string, an integer (also negative), `true`, `false` or `null`.
+    pub fn skip_scalar(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'-' => {
+                self.at += 1;
+                // `-` then the integer, with nothing between them.
+                if !self.rest().first()?.is_ascii_digit() {
+                    return None;
+                }
+                self.u64().map(drop)
+            }
+            b'0'..=b'9' => self.u64().map(drop),
+            _ => (self.literal("true") || self.literal("false") || self.null()).then_some(()),
+        }
+    }
+
+    /// Reads an object, giving `member` each key, with the reader at its value (which `member`
+    /// must read whole).
+    pub fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            member(self, key)?;
+            if !self.another(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// Reads an array, `element` reading each element whole.
+    pub fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            if !self.another(b']')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// After a member or an element: `true` at a comma, `false` at `close`, either taken.
+    fn another(&mut self, close: u8) -> Option<bool> {
+        let next = self.peek()?;
+        if next != b',' && next != close {
+            return None;
+        }
+        self.at += 1;
+        Some(next == b',')
+    }
+
+    /// Whether only whitespace is left.
+    pub fn end(mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -16,10 +16,12 @@ use serde::Deserialize;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
+use sinew_http::json::Scan;
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Chunk<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
@@ -36,6 +38,7 @@ struct Chunk<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Choice<'a> {
     #[serde(default)]
     index: u32,
@@ -46,6 +49,7 @@ struct Choice<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Delta<'a> {
     #[serde(borrow, default)]
     content: Option<DeltaContent<'a>>,
@@ -60,6 +64,7 @@ struct Delta<'a> {
 }
 
 /// `delta.content`: a string, or (Mistral) a list of typed parts.
+#[cfg_attr(test, derive(Debug, PartialEq))]
 enum DeltaContent<'a> {
     Text(Cow<'a, str>),
     Parts(Vec<ContentPart<'a>>),
@@ -68,6 +73,7 @@ enum DeltaContent<'a> {
 /// A part of an array `content`: `{"type": "text", "text"}`, or `{"type": "thinking",
 /// "thinking": [parts]}`; other kinds (`reference`...) carry nothing shown.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct ContentPart<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Cow<'a, str>,
@@ -113,6 +119,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for DeltaContent<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct ToolCallDelta<'a> {
     #[serde(default)]
     index: Option<usize>,
@@ -123,6 +130,7 @@ struct ToolCallDelta<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct FunctionDelta<'a> {
     #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
@@ -131,6 +139,7 @@ struct FunctionDelta<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
@@ -146,15 +155,107 @@ struct WireUsage {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct XGroq {
     #[serde(default)]
     usage: Option<WireUsage>,
+}
+
+/// The chunk of one streamed token read in place ([`Scan`]): text, reasoning or a refusal in the
+/// deltas, scalars or `null` elsewhere. `None` for anything else (tool calls, usage, errors,
+/// nested objects, escapes, a known key twice), which serde reads.
+fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
+    let mut scan = Scan::new(data)?;
+    let mut chunk = Chunk { model: None, choices: Vec::new(), usage: None, x_groq: None, error: None };
+    let mut seen = [false; 3];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "choices" => 0,
+            "model" => 1,
+            "usage" => 2,
+            "x_groq" | "error" => return None,
+            _ => return scan.skip_scalar(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        match slot {
+            0 => scan.array(|scan| {
+                chunk.choices.push(scanned_choice(scan)?);
+                Some(())
+            }),
+            1 => {
+                chunk.model = scan.string_or_null()?.map(Cow::Borrowed);
+                Some(())
+            }
+            _ => scan.null().then_some(()),
+        }
+    })?;
+    scan.end()?;
+    Some(chunk)
+}
+
+fn scanned_choice<'a>(scan: &mut Scan<'a>) -> Option<Choice<'a>> {
+    let mut choice = Choice { index: 0, delta: None, finish_reason: None };
+    let mut seen = [false; 3];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "index" => 0,
+            "delta" => 1,
+            "finish_reason" => 2,
+            "logprobs" => return scan.null().then_some(()),
+            _ => return scan.skip_scalar(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        match slot {
+            0 => choice.index = u32::try_from(scan.u64()?).ok()?,
+            1 if scan.null() => choice.delta = None,
+            1 => choice.delta = Some(scanned_delta(scan)?),
+            _ => choice.finish_reason = scan.string_or_null()?.map(Cow::Borrowed),
+        }
+        Some(())
+    })?;
+    Some(choice)
+}
+
+fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<Delta<'a>> {
+    let mut delta = Delta { content: None, reasoning_content: None, reasoning: None, refusal: None, tool_calls: None };
+    let mut seen = [false; 5];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "content" => 0,
+            "reasoning_content" => 1,
+            "reasoning" => 2,
+            "refusal" => 3,
+            "tool_calls" => 4,
+            _ => return scan.skip_scalar(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        if slot == 4 {
+            // Calls are read by serde; `null` is none.
+            return scan.null().then_some(());
+        }
+        let text = scan.string_or_null()?.map(Cow::Borrowed);
+        match slot {
+            0 => delta.content = text.map(DeltaContent::Text),
+            1 => delta.reasoning_content = text,
+            2 => delta.reasoning = text,
+            _ => delta.refusal = text,
+        }
+        Some(())
+    })?;
+    Some(delta)
 }
 
 /// A tool call being assembled.
@@ -246,8 +347,11 @@ impl ChatEvents {
         if event.event == "error" {
             return Err(stream_error(data));
         }
-        let chunk: Chunk<'_> = serde_json::from_str(data)
-            .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?;
+        let chunk = match scanned_chunk(data) {
+            Some(chunk) => chunk,
+            None => serde_json::from_str(data)
+                .map_err(|e| ProviderError::Protocol(format!("invalid json in chunk: {e}: {}", excerpt(data))))?,
+        };
         if chunk.error.is_some() {
             // What the failed call cost is still worth keeping.
             if let Some(usage) = &chunk.usage {

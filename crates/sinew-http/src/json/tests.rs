@@ -97,3 +97,152 @@ fn an_array_goes_where_its_key_sorts() {
     }
     assert_eq!(sorted_object_with_array(Map::new(), "input", &[]), br#"{"input":[]}"#);
 }
+
+/// What [`Scan`] reads of a whole value, as a tree (a negative integer, which it only skips, as
+/// `null`); `None` where it gives up.
+fn scanned(scan: &mut Scan<'_>, depth: usize) -> Option<Value> {
+    if depth > 16 {
+        return None;
+    }
+    match scan.peek()? {
+        b'{' => {
+            let mut map = Map::new();
+            scan.object(|scan, key| {
+                let value = scanned(scan, depth + 1)?;
+                map.insert(key.to_owned(), value);
+                Some(())
+            })?;
+            Some(Value::Object(map))
+        }
+        b'[' => {
+            let mut items = Vec::new();
+            scan.array(|scan| {
+                items.push(scanned(scan, depth + 1)?);
+                Some(())
+            })?;
+            Some(Value::Array(items))
+        }
+        b'"' => scan.string().map(Value::from),
+        b'0'..=b'9' => scan.u64().map(Value::from),
+        b'-' => scan.skip_scalar().map(|()| Value::Null),
+        _ if scan.null() => Some(Value::Null),
+        _ => {
+            let before = scan.at;
+            scan.skip_scalar()?;
+            Some(Value::Bool(scan.text.get(before..scan.at)?.trim_start().starts_with('t')))
+        }
+    }
+}
+
+fn scan_whole(text: &str) -> Option<Value> {
+    let mut scan = Scan::new(text)?;
+    let value = scanned(&mut scan, 0)?;
+    scan.end().map(|()| value)
+}
+
+/// serde_json's tree, negative integers as `null` (what [`scanned`] makes of them).
+fn as_scanned(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.as_f64().is_some_and(f64::is_sign_negative) => Value::Null,
+        Value::Array(items) => Value::Array(items.into_iter().map(as_scanned).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, as_scanned(v))).collect()),
+        other => other,
+    }
+}
+
+/// JSON values with the scalars `Scan` reads: integers, strings without escapes, literals.
+fn plain_values() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        (i64::MIN..0).prop_map(Value::from),
+        "[ -!#-\\[\\]-~é😀]{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec(("[a-z]{0,3}", inner), 0..4)
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+        ]
+    })
+}
+
+/// `text` with whitespace after some of its structural characters.
+fn spaced(text: &str, spaces: &[bool]) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut in_string = false;
+    for (i, c) in text.chars().enumerate() {
+        out.push(c);
+        if c == '"' {
+            in_string = !in_string;
+        }
+        if !in_string
+            && matches!(c, '{' | '[' | ':' | ',' | '}' | ']')
+            && spaces.get(i % spaces.len().max(1)) == Some(&true)
+        {
+            out.push_str(" \n\t");
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(2048))]
+
+    /// What `Scan` reads whole, it reads as serde_json does: every plain value, spaced or not.
+    #[test]
+    fn plain_json_is_scanned_as_serde_reads_it(value in plain_values(), spaces in proptest::collection::vec(proptest::bool::ANY, 1..8)) {
+        let text = spaced(&value.to_string(), &spaces);
+        let read: Value = serde_json::from_str(&text).unwrap();
+        proptest::prop_assert_eq!(scan_whole(&text), Some(as_scanned(read)), "{}", text);
+    }
+
+    /// Whatever it accepts of a damaged or hostile text, serde_json accepts and reads alike: a
+    /// byte removed, doubled or replaced by one JSON gives meaning to.
+    #[test]
+    fn damaged_json_is_refused_or_read_as_serde_reads_it(
+        value in plain_values(),
+        at in proptest::num::usize::ANY,
+        edit in 0..3_u8,
+        byte in proptest::sample::select(b"{}[]:,\"-0.e+\\\n\x01 tnulfa9".to_vec()),
+    ) {
+        let mut bytes = value.to_string().into_bytes();
+        let at = at % (bytes.len() + 1);
+        match edit {
+            0 if at < bytes.len() => drop(bytes.remove(at)),
+            1 => bytes.insert(at, byte),
+            _ if at < bytes.len() => bytes[at] = byte,
+            _ => bytes.push(byte),
+        }
+        if let Ok(text) = std::str::from_utf8(&bytes)
+            && let Some(scanned) = scan_whole(text)
+        {
+            let read: Result<Value, _> = serde_json::from_str(text);
+            proptest::prop_assert!(read.is_ok(), "scanned what serde_json refuses: {}", text);
+            proptest::prop_assert_eq!(scanned, as_scanned(read.unwrap()), "{}", text);
+        }
+    }
+}
+
+#[test]
+fn scan_refuses_what_it_does_not_read() {
+    for text in [
+        r#"{"a": "\n"}"#,
+        "{\"a\": \"x\ny\"}",
+        r#"{"a": 1.5}"#,
+        r#"{"a": 1e3}"#,
+        r#"{"a": 01}"#,
+        r#"{"a": - 1}"#,
+        r#"{"a": 18446744073709551616}"#,
+        r#"{"a": nul}"#,
+        r#"{"a": "x",}"#,
+        r#"{"a" "x"}"#,
+        r#"{"a": "x"} x"#,
+        r#"["a" "b"]"#,
+    ] {
+        assert_eq!(scan_whole(text), None, "{text}");
+    }
+    assert_eq!(scan_whole(" { \"a\" : [ ] , \"b\" : { } } \n"), Some(serde_json::json!({"a": [], "b": {}})));
+}

@@ -217,3 +217,120 @@ fn usage_on_errors_extra_choices_and_missing_usage_are_not_lost_silently() {
         );
     assert_eq!(sinew_testing::warnings_during(|| drop(decode(&with_usage))), "");
 }
+
+/// serde's reading of a chunk, as the decoder's general way reads it.
+fn read_by_serde(data: &str) -> Option<Chunk<'_>> {
+    serde_json::from_str(data).ok()
+}
+
+/// Every chunk of every recorded Chat Completions stream the fast path reads, it reads as serde
+/// does; and it reads most of them (the text deltas).
+#[test]
+fn recorded_chunks_are_scanned_as_serde_reads_them() {
+    let (mut chunks, mut scanned) = (0, 0);
+    for (name, bytes, _) in sinew_testing::recorded_streams("chat", 10) {
+        let mut events = Vec::new();
+        let mut sse = sinew_http::sse::SseDecoder::default();
+        sse.feed(&bytes, &mut events).unwrap();
+        events.extend(sse.finish());
+        for event in &events {
+            let data = event.data.trim();
+            if data.is_empty() || data == "[DONE]" {
+                continue;
+            }
+            chunks += 1;
+            if let Some(chunk) = scanned_chunk(data) {
+                scanned += 1;
+                assert_eq!(Some(chunk), read_by_serde(data), "{name}: {data}");
+            }
+        }
+    }
+    assert!(scanned * 2 > chunks, "only {scanned} of {chunks} chunks took the fast path");
+}
+
+/// A chunk of one token in one of many shapes: keys in any order, `null`s, a key twice, extra
+/// scalars and objects, whitespace, escapes, numbers out of range.
+fn token_chunks() -> impl Strategy<Value = String> {
+    let text = prop_oneof![
+        6 => Just(json!("hi")),
+        3 => Just(json!(null)),
+        1 => Just(json!("a\nb")),
+        1 => Just(json!(7)),
+        1 => Just(json!(["x"])),
+    ];
+    let delta_key = prop_oneof![
+        4 => Just("content"),
+        1 => Just("reasoning_content"),
+        1 => Just("reasoning"),
+        1 => Just("refusal"),
+        1 => Just("role"),
+        1 => Just("tool_calls"),
+        1 => Just("other"),
+    ];
+    let delta = proptest::collection::vec((delta_key, text.clone()), 0..4);
+    let index = prop_oneof![
+        4 => Just(json!(0)),
+        1 => Just(json!(1)),
+        1 => Just(json!(-1)),
+        1 => Just(json!(1.0)),
+        1 => Just(json!(5_000_000_000_u64)),
+    ];
+    let choice_key = prop_oneof![
+        3 => Just("index"),
+        3 => Just("delta"),
+        1 => Just("finish_reason"),
+        1 => Just("logprobs"),
+        1 => Just("x"),
+    ];
+    let choice = (proptest::collection::vec(choice_key, 0..5), index, delta, text.clone());
+    let top_key = prop_oneof![
+        4 => Just("choices"),
+        1 => Just("model"),
+        1 => Just("usage"),
+        1 => Just("id"),
+        1 => Just("created"),
+        1 => Just("error"),
+    ];
+    (proptest::collection::vec(top_key, 0..6), proptest::collection::vec(choice, 0..3), text, proptest::bool::ANY)
+        .prop_map(|(top, choices, value, spaced)| {
+            let member = |key: &str, value: &serde_json::Value| format!("{}:{value}", json!(key));
+            let choices: Vec<String> = choices
+                .iter()
+                .map(|(keys, index, delta, value)| {
+                    let delta: Vec<String> = delta.iter().map(|(k, v)| member(k, v)).collect();
+                    let members: Vec<String> = keys
+                        .iter()
+                        .map(|key| match *key {
+                            "index" => member(key, index),
+                            "delta" => format!("\"delta\":{{{}}}", delta.join(",")),
+                            _ => member(key, value),
+                        })
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                })
+                .collect();
+            let members: Vec<String> = top
+                .iter()
+                .map(|key| match *key {
+                    "choices" => format!("\"choices\":[{}]", choices.join(",")),
+                    "created" => member(key, &json!(1_700_000_000)),
+                    _ => member(key, &value),
+                })
+                .collect();
+            let separator = if spaced { " ,\n " } else { "," };
+            format!("{{{}}}", members.join(separator))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Whatever chunk the fast path reads, serde reads alike: the fast path never reads a chunk
+    /// serde refuses, nor reads one otherwise.
+    #[test]
+    fn scanned_chunks_are_what_serde_reads(data in token_chunks()) {
+        if let Some(chunk) = scanned_chunk(&data) {
+            prop_assert_eq!(Some(chunk), read_by_serde(&data), "{}", data);
+        }
+    }
+}
