@@ -337,9 +337,14 @@ impl<'a> Scan<'a> {
 
     /// The next byte after whitespace, not taken.
     fn peek(&mut self) -> Option<u8> {
-        let skipped = self.rest().iter().take_while(|b| matches!(b, b' ' | b'\n' | b'\r' | b'\t')).count();
-        self.at += skipped;
-        self.rest().first().copied()
+        let bytes = self.text.as_bytes();
+        while let Some(&byte) = bytes.get(self.at) {
+            if !matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
     }
 
     fn eat(&mut self, byte: u8) -> Option<()> {
@@ -359,11 +364,16 @@ impl<'a> Scan<'a> {
         self.literal("null")
     }
 
+    /// `true` or `false`.
+    pub fn bool(&mut self) -> Option<bool> {
+        if self.literal("true") { Some(true) } else { self.literal("false").then_some(false) }
+    }
+
     /// A string without escapes or control characters, borrowed from the text.
     pub fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
-        let length = self.rest().iter().position(|&b| b == b'"' || b < 0x20)?;
-        if self.rest().get(length) != Some(&b'"') {
+        let length = memchr::memchr(b'"', self.rest())?;
+        if self.rest().get(..length)?.iter().any(|&b| b < 0x20) {
             return None;
         }
         let start = self.at;
@@ -408,6 +418,21 @@ impl<'a> Scan<'a> {
             }
             b'0'..=b'9' => self.u64().map(drop),
             _ => (self.literal("true") || self.literal("false") || self.null()).then_some(()),
+        }
+    }
+
+    /// Skips any value nested at most 16 levels deep (what serde reads and ignores of a field it
+    /// does not know), its strings, integers and literals as [`Scan`] reads them.
+    pub fn skip_value(&mut self) -> Option<()> {
+        self.skip_nested(16)
+    }
+
+    fn skip_nested(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' if depth > 0 => self.object(|scan, _| scan.skip_nested(depth - 1)),
+            b'[' if depth > 0 => self.array(|scan| scan.skip_nested(depth - 1)),
+            b'{' | b'[' => None,
+            _ => self.skip_scalar(),
         }
     }
 

@@ -250,6 +250,23 @@ impl SseDecoder {
         out.pop()
     }
 
+    /// Every event of a whole body, the unterminated last one included (see
+    /// [`SseDecoder::finish`]): for tests and tools that hold a recorded stream.
+    ///
+    /// ```
+    /// use sinew_http::sse::SseDecoder;
+    ///
+    /// let events = SseDecoder::events_of(b"event: a\ndata: 1\n\ndata: 2").unwrap();
+    /// assert_eq!(events.iter().map(|e| (e.event.as_str(), e.data.as_str())).collect::<Vec<_>>(), [("a", "1"), ("message", "2")]);
+    /// ```
+    pub fn events_of(body: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
+        let mut decoder = SseDecoder::default();
+        let mut events = Vec::new();
+        decoder.feed(body, &mut events)?;
+        events.extend(decoder.finish());
+        Ok(events)
+    }
+
     /// The last `id:` seen, for resuming with `Last-Event-ID`.
     pub fn last_event_id(&self) -> &str {
         &self.last_event_id

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::json::{self, MaybeStr, Object};
+use sinew_http::json::{self, MaybeStr, Object, Scan};
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, TextBlocks, excerpt};
 
@@ -72,7 +72,8 @@ impl SseHandler for GeminiEvents {
         // Read typed where the chunk has the expected shape; read whole (and looked up as before)
         // where it has not, such as Vertex's chunk wrapped in a one-element array.
         let whole: Value;
-        let chunk = match json::is_object(data.as_bytes()).then(|| serde_json::from_str::<Chunk<'_>>(data).ok()) {
+        let typed = || scanned_chunk(data).or_else(|| serde_json::from_str::<Chunk<'_>>(data).ok());
+        let chunk = match json::is_object(data.as_bytes()).then(typed) {
             Some(Some(chunk)) => chunk,
             _ => {
                 whole = match serde_json::from_str(data)
@@ -290,6 +291,7 @@ impl GeminiEvents {
 /// another shape than these fails the typed reading, and the chunk is read whole ([`Chunk::of`]).
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Chunk<'a> {
     #[serde(default)]
     error: Present,
@@ -342,8 +344,132 @@ impl<'a> Chunk<'a> {
     }
 }
 
+/// The chunk of streamed text read in place ([`Scan`]), as the typed reading reads it: candidates
+/// whose parts are texts (with `thought` and `thoughtSignature`), usage counts, the model version;
+/// anything else of another shape, errors, prompt feedback and a known key given twice are `None`,
+/// and serde reads them.
+fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
+    let mut scan = Scan::new(data)?;
+    let mut chunk = Chunk::default();
+    let mut seen = [false; 3];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "candidates" => 0,
+            "usageMetadata" => 1,
+            "modelVersion" => 2,
+            "error" | "promptFeedback" => return None,
+            _ => return scan.skip_value(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        match slot {
+            0 if scan.null() => {}
+            0 => {
+                let mut first = true;
+                scan.array(|scan| {
+                    if std::mem::replace(&mut first, false) {
+                        chunk.candidates = FirstCandidate(Some(scanned_candidate(scan)?));
+                        Some(())
+                    } else {
+                        scan.skip_value()
+                    }
+                })?;
+            }
+            1 => chunk.usage_metadata = Object(Some(scanned_usage(scan)?)),
+            _ => chunk.model_version = MaybeStr(scan.string_or_null()?.map(Cow::Borrowed)),
+        }
+        Some(())
+    })?;
+    scan.end()?;
+    Some(chunk)
+}
+
+fn scanned_candidate<'a>(scan: &mut Scan<'a>) -> Option<Candidate<'a>> {
+    let mut candidate = Candidate { content: Object(None), finish_reason: MaybeStr(None) };
+    let mut seen = [false; 2];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "content" => 0,
+            "finishReason" => 1,
+            _ => return scan.skip_value(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        if slot == 1 {
+            candidate.finish_reason = MaybeStr(scan.string_or_null()?.map(Cow::Borrowed));
+            return Some(());
+        }
+        let mut parts = None;
+        scan.object(|scan, key| match key {
+            "parts" if parts.is_none() => {
+                let mut read = Vec::new();
+                scan.array(|scan| {
+                    read.push(scanned_part(scan)?);
+                    Some(())
+                })?;
+                parts = Some(read);
+                Some(())
+            }
+            "parts" => None,
+            _ => scan.skip_value(),
+        })?;
+        candidate.content = Object(Some(CandidateContent { parts: parts.unwrap_or_default() }));
+        Some(())
+    })?;
+    Some(candidate)
+}
+
+/// A part of text: its keys as [`PartIn::insert`] takes them (the last of a key given twice).
+fn scanned_part(scan: &mut Scan<'_>) -> Option<PartIn> {
+    let mut part = PartIn::default();
+    scan.object(|scan, key| {
+        let value = match key {
+            "text" | "thoughtSignature" => Value::String(scan.string()?.to_owned()),
+            "thought" if scan.null() => Value::Null,
+            "thought" => Value::Bool(scan.bool()?),
+            _ => return None,
+        };
+        part.insert(key, value);
+        Some(())
+    })?;
+    Some(part)
+}
+
+fn scanned_usage(scan: &mut Scan<'_>) -> Option<UsageMetadata> {
+    let mut usage = UsageMetadata::default();
+    let mut seen = [false; 6];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "promptTokenCount" => 0,
+            "cachedContentTokenCount" => 1,
+            "candidatesTokenCount" => 2,
+            "thoughtsTokenCount" => 3,
+            "toolUsePromptTokenCount" => 4,
+            "totalTokenCount" => 5,
+            _ => return scan.skip_value(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        let count = scan.u64()?;
+        *[
+            &mut usage.prompt_token_count,
+            &mut usage.cached_content_token_count,
+            &mut usage.candidates_token_count,
+            &mut usage.thoughts_token_count,
+            &mut usage.tool_use_prompt_token_count,
+            &mut usage.total_token_count,
+        ][slot] = count;
+        Some(())
+    })?;
+    Some(usage)
+}
+
 /// The first element of `candidates`, the others skipped; `null` is none.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct FirstCandidate<'a>(Option<Candidate<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for FirstCandidate<'a> {
@@ -369,6 +495,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for FirstCandidate<'a> {
 
 /// Whether a key is there, whatever its value (`null` included).
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Present(bool);
 
 impl<'de> Deserialize<'de> for Present {
@@ -379,6 +506,7 @@ impl<'de> Deserialize<'de> for Present {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct PromptFeedback<'a> {
     #[serde(default, borrow)]
     block_reason: MaybeStr<'a>,
@@ -386,6 +514,7 @@ struct PromptFeedback<'a> {
 
 #[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct UsageMetadata {
     #[serde(default)]
     prompt_token_count: u64,
@@ -403,6 +532,7 @@ struct UsageMetadata {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Candidate<'a> {
     #[serde(default)]
     content: Object<CandidateContent>,
@@ -411,6 +541,7 @@ struct Candidate<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct CandidateContent {
     #[serde(default)]
     parts: Vec<PartIn>,
@@ -420,6 +551,7 @@ struct CandidateContent {
 /// call, and everything else kept as JSON, so that a kind the decoder does not know is sent back
 /// whole.
 #[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct PartIn {
     text: Option<String>,
     function_call: Option<Value>,

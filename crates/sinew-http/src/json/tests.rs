@@ -134,6 +134,11 @@ fn scanned(scan: &mut Scan<'_>, depth: usize) -> Option<Value> {
     }
 }
 
+/// What [`Scan::skip_value`] accepts whole.
+fn skips_whole(text: &str) -> bool {
+    Scan::new(text).is_some_and(|mut scan| scan.skip_value().is_some() && scan.end().is_some())
+}
+
 fn scan_whole(text: &str) -> Option<Value> {
     let mut scan = Scan::new(text)?;
     let value = scanned(&mut scan, 0)?;
@@ -223,6 +228,10 @@ proptest::proptest! {
             proptest::prop_assert!(read.is_ok(), "scanned what serde_json refuses: {}", text);
             proptest::prop_assert_eq!(scanned, as_scanned(read.unwrap()), "{}", text);
         }
+        // Skipping accepts exactly what reading does (nothing here nests deeper than 16).
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            proptest::prop_assert_eq!(skips_whole(text), scan_whole(text).is_some(), "{}", text);
+        }
     }
 }
 
@@ -245,4 +254,6 @@ fn scan_refuses_what_it_does_not_read() {
         assert_eq!(scan_whole(text), None, "{text}");
     }
     assert_eq!(scan_whole(" { \"a\" : [ ] , \"b\" : { } } \n"), Some(serde_json::json!({"a": [], "b": {}})));
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    assert!(skips_whole(&nested(16)) && !skips_whole(&nested(17)));
 }

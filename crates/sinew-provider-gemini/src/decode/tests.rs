@@ -345,3 +345,139 @@ fn hostile_indexes_and_depths_are_protocol_errors() {
     assert_eq!(arguments["a"].as_array().map(Vec::len), Some(17), "a small gap is filled with nulls");
     assert_eq!(arguments.pointer(&"/x".repeat(64)), Some(&json!(2)));
 }
+
+/// serde's typed reading of a chunk, which the fast path stands in for.
+fn read_by_serde(data: &str) -> Option<Chunk<'_>> {
+    serde_json::from_str(data).ok()
+}
+
+/// Every chunk of every recorded Gemini and Vertex stream the fast path reads, it reads as
+/// serde does; and it reads some of them (text chunks without escapes).
+#[test]
+fn recorded_chunks_are_scanned_as_serde_reads_them() {
+    let (mut chunks, mut scanned) = (0, 0);
+    for (name, bytes, _) in sinew_testing::recorded_streams("gemini", 10) {
+        for event in &sinew_http::sse::SseDecoder::events_of(&bytes).unwrap() {
+            let data = event.data.trim();
+            if data.is_empty() {
+                continue;
+            }
+            chunks += 1;
+            if let Some(chunk) = scanned_chunk(data) {
+                scanned += 1;
+                assert_eq!(Some(chunk), read_by_serde(data), "{name}: {data}");
+            }
+        }
+    }
+    assert!(scanned * 4 > chunks, "only {scanned} of {chunks} chunks took the fast path");
+}
+
+/// Some of `keys`, shuffled, now and then one of them twice.
+fn some_keys(keys: &'static [&'static str]) -> impl Strategy<Value = Vec<&'static str>> {
+    (proptest::sample::subsequence(keys, 0..=keys.len()).prop_shuffle(), proptest::bool::weighted(0.1)).prop_map(
+        |(mut keys, twice)| {
+            if twice && let Some(first) = keys.first().copied() {
+                keys.push(first);
+            }
+            keys
+        },
+    )
+}
+
+/// A chunk in one of many shapes: keys in any order, `null`s, keys twice, nested values the
+/// decoder does not read, escapes, numbers out of range.
+fn text_chunks() -> impl Strategy<Value = String> {
+    use serde_json::json;
+    let scalar = prop_oneof![
+        6 => Just(json!("hi")),
+        2 => Just(json!(null)),
+        2 => Just(json!(true)),
+        1 => Just(json!("a\nb")),
+        2 => Just(json!(7)),
+        1 => Just(json!(-1)),
+        1 => Just(json!(1.5)),
+        1 => Just(json!([{"modality": "TEXT", "tokenCount": 3}])),
+        1 => Just(json!({"a": [1, {"b": null}]})),
+    ];
+    let part_value = prop_oneof![
+        5 => Just(json!("hi")),
+        2 => Just(json!(true)),
+        2 => Just(json!(7)),
+        1 => Just(json!(null)),
+        1 => Just(json!("a\nb")),
+        1 => Just(json!(1.5)),
+        1 => Just(json!({"name": "f"})),
+    ];
+    let count = prop_oneof![
+        6 => Just(json!(12)),
+        1 => Just(json!(null)),
+        1 => Just(json!(-1)),
+        1 => Just(json!(1.5)),
+        1 => Just(json!(u64::MAX)),
+        1 => Just(json!([{"modality": "TEXT", "tokenCount": 3}])),
+    ];
+    let part =
+        (some_keys(&["text", "thought", "thoughtSignature", "functionCall"]), proptest::collection::vec(part_value, 4));
+    let content = (some_keys(&["parts", "role"]), proptest::collection::vec(part, 0..3));
+    let candidate = (some_keys(&["content", "finishReason", "index"]), content, scalar.clone());
+    let usage = (
+        some_keys(&["promptTokenCount", "totalTokenCount", "thoughtsTokenCount", "promptTokensDetails"]),
+        proptest::collection::vec(count, 4),
+    );
+    let top = some_keys(&["candidates", "usageMetadata", "modelVersion", "responseId", "error"]);
+    (top, proptest::collection::vec(candidate, 0..3), usage, scalar, proptest::bool::ANY).prop_map(
+        |(top, candidates, (usage_keys, usage_values), value, spaced)| {
+            let member = |key: &str, value: &serde_json::Value| format!("{}:{value}", json!(key));
+            let object = |members: Vec<String>| format!("{{{}}}", members.join(if spaced { " , " } else { "," }));
+            let with_values = |keys: &[&str], values: &[serde_json::Value]| {
+                object(keys.iter().zip(values.iter().cycle()).map(|(k, v)| member(k, v)).collect())
+            };
+            let candidates: Vec<String> = candidates
+                .iter()
+                .map(|(keys, (content_keys, parts), value)| {
+                    let parts: Vec<String> = parts.iter().map(|(keys, values)| with_values(keys, values)).collect();
+                    let content = object(
+                        content_keys
+                            .iter()
+                            .map(|key| match *key {
+                                "parts" => format!("\"parts\":[{}]", parts.join(",")),
+                                _ => member(key, &json!("model")),
+                            })
+                            .collect(),
+                    );
+                    object(
+                        keys.iter()
+                            .map(|key| match *key {
+                                "content" => format!("\"content\":{content}"),
+                                _ => member(key, value),
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+            let usage = with_values(&usage_keys, &usage_values);
+            object(
+                top.iter()
+                    .map(|key| match *key {
+                        "candidates" => format!("\"candidates\":[{}]", candidates.join(",")),
+                        "usageMetadata" => format!("\"usageMetadata\":{usage}"),
+                        _ => member(key, &value),
+                    })
+                    .collect(),
+            )
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Whatever chunk the fast path reads, serde reads alike: the fast path never reads a chunk
+    /// serde refuses, nor reads one otherwise.
+    #[test]
+    fn scanned_chunks_are_what_serde_reads(data in text_chunks()) {
+        if let Some(chunk) = scanned_chunk(&data) {
+            prop_assert_eq!(Some(chunk), read_by_serde(&data), "{}", data);
+        }
+    }
+}

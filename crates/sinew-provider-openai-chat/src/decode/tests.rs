@@ -229,11 +229,7 @@ fn read_by_serde(data: &str) -> Option<Chunk<'_>> {
 fn recorded_chunks_are_scanned_as_serde_reads_them() {
     let (mut chunks, mut scanned) = (0, 0);
     for (name, bytes, _) in sinew_testing::recorded_streams("chat", 10) {
-        let mut events = Vec::new();
-        let mut sse = sinew_http::sse::SseDecoder::default();
-        sse.feed(&bytes, &mut events).unwrap();
-        events.extend(sse.finish());
-        for event in &events {
+        for event in &sinew_http::sse::SseDecoder::events_of(&bytes).unwrap() {
             let data = event.data.trim();
             if data.is_empty() || data == "[DONE]" {
                 continue;
