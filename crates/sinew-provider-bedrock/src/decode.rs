@@ -15,7 +15,7 @@ use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDel
 use sinew_http::json::{self, MaybeStr, Object};
 use sinew_http::{StreamDecoder, excerpt};
 
-use crate::eventstream::{Frame, FrameDecoder};
+use crate::eventstream::{FrameDecoder, FrameRef};
 
 /// The `provider_id` of Bedrock messages.
 pub const PROVIDER_ID: &str = "bedrock";
@@ -33,7 +33,6 @@ struct Block {
 #[derive(Debug)]
 pub struct BedrockDecoder {
     frames: FrameDecoder,
-    decoded: Vec<Frame>,
     message: AssistantMessage,
     blocks: Vec<Block>,
     stop_reason: Option<StopReason>,
@@ -45,7 +44,6 @@ pub struct BedrockDecoder {
 pub fn decoder(model: &str) -> BedrockDecoder {
     BedrockDecoder {
         frames: FrameDecoder::new(),
-        decoded: Vec::new(),
         message: AssistantMessage::new(PROVIDER_ID, model),
         blocks: Vec::new(),
         stop_reason: None,
@@ -59,17 +57,15 @@ impl StreamDecoder for BedrockDecoder {
         if self.finished {
             return;
         }
-        let mut frames = std::mem::take(&mut self.decoded);
-        let result = self.frames.feed(bytes, &mut frames);
-        for frame in frames.drain(..) {
-            if self.finished {
-                break;
-            }
-            if let Err(error) = self.frame(&frame, out) {
+        // Frames are read where they lie, each handled as it comes; the first error ends it.
+        let mut frames = std::mem::take(&mut self.frames);
+        let result = frames.feed_frames(bytes, |frame| {
+            if let Err(error) = self.frame(frame, out) {
                 self.fail(error, out);
             }
-        }
-        self.decoded = frames;
+            !self.finished
+        });
+        self.frames = frames;
         if let Err(error) = result {
             self.fail(error, out);
         }
@@ -100,14 +96,14 @@ impl StreamDecoder for BedrockDecoder {
 }
 
 impl BedrockDecoder {
-    fn frame(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
+    fn frame(&mut self, frame: FrameRef<'_>, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         // Text and tool-input deltas (one per streamed token) are read into typed, borrowed
         // fields; every other frame, and a delta those do not cover, whole.
         if !matches!(frame.header_str(":message-type"), Some("exception" | "error"))
             && frame.header_str(":event-type") == Some("contentBlockDelta")
-            && json::is_object(&frame.payload)
+            && json::is_object(frame.payload)
             // Checked whole: the typed reading skips strings without checking their UTF-8.
-            && let Ok(text) = std::str::from_utf8(&frame.payload)
+            && let Ok(text) = std::str::from_utf8(frame.payload)
             && let Ok(head) = serde_json::from_str::<BlockDelta<'_>>(text)
             && let Some(delta) = &head.delta.0
         {
@@ -126,8 +122,8 @@ impl BedrockDecoder {
         let payload: Value = if frame.payload.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&frame.payload).map_err(|e| {
-                let text = String::from_utf8_lossy(&frame.payload);
+            serde_json::from_slice(frame.payload).map_err(|e| {
+                let text = String::from_utf8_lossy(frame.payload);
                 ProviderError::Protocol(format!("invalid json in eventstream payload: {e}: {}", excerpt(&text)))
             })?
         };

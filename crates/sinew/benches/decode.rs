@@ -1,10 +1,16 @@
-//! `cargo xtask bench decode [events] [--only NAME]`: every stream decoder (or the one named, to
-//! profile it alone) over a large synthetic stream of its
+//! `cargo xtask bench decode [events] [--only NAME] [--corpus]`: every stream decoder (or the one
+//! named, to profile it alone) over a large synthetic stream of its
 //! protocol, fed in 16 KiB chunks as a socket would deliver them. Prints MB/s and ns per event.
 //!
 //! Each stream is a realistic answer: thinking, then text in one event per token, then a tool
 //! call with fragmented arguments, then usage. The decoded message is checked, so a decoder that
 //! drops events cannot look fast.
+//!
+//! `--corpus` decodes the recorded streams of `sinew-testing/fixtures` instead (each with a new
+//! decoder, as a response is; the whole set many times over, to about 16 MB per protocol): the
+//! shapes real services send, escapes, usage on every chunk and errors included. Each stream must
+//! end with the one terminal event it ended with when it was checked. The last line is
+//! `RESULT {json}`.
 
 #![allow(clippy::print_stdout)]
 
@@ -188,6 +194,9 @@ fn measure<D: StreamDecoder>(name: &str, stream: fn(usize) -> Vec<u8>, n: usize,
 }
 
 fn main() {
+    if std::env::args().any(|a| a == "--corpus") {
+        return corpus();
+    }
     let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200_000);
     println!("decoding {n} text events per protocol, in {} KiB chunks (best of 5)", CHUNK / 1024);
     measure("anthropic", anthropic, n, || sinew::anthropic::decoder("claude"));
@@ -195,4 +204,74 @@ fn main() {
     measure("openai-responses", openai_responses, n, || sinew::openai_responses::decoder("openai_responses", "gpt-5"));
     measure("gemini", gemini, n, || sinew::gemini::decoder("google", "gemini"));
     measure("bedrock", bedrock, n, || sinew::bedrock::decoder("amazon.nova"));
+}
+
+/// The recorded streams whose `protocol_parser` is `parser`, from the fixtures' `EXPECTED.json`.
+fn recorded(parser: &str) -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sinew-testing/fixtures");
+    let expected: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("EXPECTED.json")).expect("EXPECTED.json")).expect("JSON");
+    let streams: Vec<Vec<u8>> = expected
+        .iter()
+        .filter(|(_, e)| e["protocol_parser"] == parser)
+        .map(|(name, _)| std::fs::read(dir.join(name)).expect("a recorded stream"))
+        .collect();
+    assert!(streams.len() >= 5, "{parser}: {} recorded streams", streams.len());
+    streams
+}
+
+fn corpus() {
+    println!("decoding the recorded streams of each protocol, each with a new decoder (best of 5)");
+    let mut results = serde_json::Map::new();
+    let mut run = |name: &str, parser: &str, decode: &dyn Fn(&[u8]) -> Option<bool>| {
+        let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+        if only.is_some_and(|only| only != name) {
+            return;
+        }
+        let streams = recorded(parser);
+        let bytes: usize = streams.iter().map(Vec::len).sum();
+        // Each stream ends with one terminal event, `Done` or `Error`; which one is checked once.
+        let outcomes: Vec<Option<bool>> = streams.iter().map(|s| decode(s)).collect();
+        assert!(outcomes.iter().all(Option::is_some), "{name}: a stream without its terminal event");
+        let repeats = (16_000_000 / bytes).max(1);
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let start = Instant::now();
+            for _ in 0..repeats {
+                for (stream, outcome) in streams.iter().zip(&outcomes) {
+                    assert_eq!(decode(stream), *outcome, "{name}: the same stream decoded otherwise");
+                }
+            }
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        let mb_per_s = (bytes * repeats) as f64 / best / 1e6;
+        println!("{name:<18} {:>3} streams {:>8.1} KB {:>9.0} MB/s", streams.len(), bytes as f64 / 1e3, mb_per_s);
+        results.insert(
+            name.into(),
+            serde_json::json!({"streams": streams.len(), "bytes": bytes, "mb_per_s": mb_per_s.round()}),
+        );
+    };
+    run("anthropic", "anthropic", &|s| terminal(sinew::anthropic::decoder("claude"), s));
+    run("openai-chat", "chat", &|s| terminal(sinew::openai::decoder("openai", "gpt"), s));
+    run("openai-responses", "responses", &|s| {
+        terminal(sinew::openai_responses::decoder("openai_responses", "gpt-5"), s)
+    });
+    run("gemini", "gemini", &|s| terminal(sinew::gemini::decoder("google", "gemini"), s));
+    run("bedrock", "bedrock", &|s| terminal(sinew::bedrock::decoder("amazon.nova"), s));
+    println!("RESULT {}", serde_json::json!({"bench": "decode", "input": "corpus", "decoders": results}));
+}
+
+/// Decodes `stream` in 16 KiB chunks: `Some(true)` when it ended with `Done`, `Some(false)` with
+/// an error, `None` with no terminal event.
+fn terminal<D: StreamDecoder>(mut decoder: D, stream: &[u8]) -> Option<bool> {
+    let mut events = Vec::new();
+    for chunk in stream.chunks(CHUNK) {
+        decoder.feed(chunk, &mut events);
+    }
+    decoder.finish(&mut events);
+    match events.last()? {
+        StreamEvent::Done(_) => Some(true),
+        StreamEvent::Error { .. } => Some(false),
+        _ => None,
+    }
 }
