@@ -168,7 +168,37 @@ impl MaybeStr<'_> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for MaybeStr<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(AnyValue)
+        deserializer.deserialize_any(AnyValue).map(|value| match value {
+            Scalar::Text(text) => MaybeStr(Some(text)),
+            _ => MaybeStr(None),
+        })
+    }
+}
+
+/// A field read as a count when it is a non-negative integer (what `Value::as_u64` finds), and as
+/// nothing when it holds anything else (a float, a negative number, a string...).
+///
+/// ```
+/// use sinew_http::json::MaybeU64;
+///
+/// #[derive(serde::Deserialize)]
+/// struct Usage {
+///     #[serde(default)]
+///     tokens: MaybeU64,
+/// }
+/// let read = |text: &str| serde_json::from_str::<Usage>(text).unwrap().tokens.0;
+/// assert_eq!(read(r#"{"tokens": 7}"#), Some(7));
+/// assert_eq!((read(r#"{"tokens": 7.0}"#), read(r#"{"tokens": -0}"#), read(r#"{"tokens": [1]}"#)), (None, None, None));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaybeU64(pub Option<u64>);
+
+impl<'de> Deserialize<'de> for MaybeU64 {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(AnyValue).map(|value| match value {
+            Scalar::Count(count) => MaybeU64(Some(count)),
+            _ => MaybeU64(None),
+        })
     }
 }
 
@@ -243,55 +273,63 @@ pub fn is_object(data: &[u8]) -> bool {
     data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
+/// What a lenient field found: a string, a non-negative integer, or anything else (read whole
+/// and dropped).
+enum Scalar<'de> {
+    Text(Cow<'de, str>),
+    Count(u64),
+    Other,
+}
+
 struct AnyValue;
 
 impl<'de> Visitor<'de> for AnyValue {
-    type Value = MaybeStr<'de>;
+    type Value = Scalar<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(MaybeStr(Some(Cow::Borrowed(v))))
+        Ok(Scalar::Text(Cow::Borrowed(v)))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(MaybeStr(Some(Cow::Owned(v.to_owned()))))
+        Ok(Scalar::Text(Cow::Owned(v.to_owned())))
     }
 
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(MaybeStr(Some(Cow::Owned(v))))
+        Ok(Scalar::Text(Cow::Owned(v)))
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(MaybeStr(None))
+        Ok(Scalar::Other)
     }
 
     fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(MaybeStr(None))
+        Ok(Scalar::Other)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(MaybeStr(None))
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Scalar::Count(v))
     }
 
     fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(MaybeStr(None))
+        Ok(Scalar::Other)
     }
 
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(MaybeStr(None))
+        Ok(Scalar::Other)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(MaybeStr(None))
+        Ok(Scalar::Other)
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(MaybeStr(None))
+        Ok(Scalar::Other)
     }
 }
 

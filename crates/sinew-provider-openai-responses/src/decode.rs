@@ -9,7 +9,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::json::{self, MaybeStr};
+use sinew_http::json::{self, MaybeStr, MaybeU64, Object, Scan};
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
@@ -57,12 +57,15 @@ impl SseHandler for ResponsesEvents {
         let invalid = |e: serde_json::Error| {
             ProviderError::Protocol(format!("invalid json in `{}` event: {e}: {}", event.event, excerpt(data)))
         };
-        // Deltas, one per streamed token, are read into a typed head without a JSON tree; the
-        // other events (a few per response), and any whose head is of another shape, whole.
-        let typed = json::is_object(data.as_bytes()).then(|| serde_json::from_str::<Head<'_>>(data).ok()).flatten();
+        // Events are read into a typed head without a JSON tree: the deltas, one per streamed
+        // token, and the response's lifecycle; output items, failures and any event whose head
+        // is of another shape are read whole. Events with nothing to model are only checked.
+        let typed = json::is_object(data.as_bytes())
+            .then(|| scanned_head(data).or_else(|| serde_json::from_str::<Head<'_>>(data).ok()))
+            .flatten();
         let whole: Value;
         let (head, payload) = match typed {
-            Some(head) if DELTAS.contains(&head.kind.as_str().unwrap_or(event.event.as_str())) => (head, None),
+            Some(head) if !READ_WHOLE.contains(&head.kind.as_str().unwrap_or(event.event.as_str())) => (head, None),
             _ => {
                 whole = serde_json::from_str(data).map_err(invalid)?;
                 (Head::of(&whole), Some(&whole))
@@ -122,7 +125,9 @@ impl SseHandler for ResponsesEvents {
                     done.clone_into(&mut item.arguments);
                 }
             }
-            // Not a delta: read whole above.
+            "response.created" | "response.in_progress" => self.response_model(head.response.0.as_ref()),
+            "response.completed" | "response.incomplete" => return self.completed(head.response.0.as_ref()).map(Some),
+            // Read whole above.
             kind => {
                 if let Some(payload) = payload {
                     return self.whole_event(kind, payload, data, out);
@@ -157,10 +162,8 @@ impl ResponsesEvents {
         out: &mut Vec<StreamEvent>,
     ) -> Result<Option<AssistantMessage>, ProviderError> {
         match kind {
-            "response.created" | "response.in_progress" => self.response_model(&payload["response"]),
             "response.output_item.added" => self.item_added(payload, out),
             "response.output_item.done" => self.item_done(payload, data)?,
-            "response.completed" | "response.incomplete" => return self.completed(&payload["response"]).map(Some),
             "response.failed" => {
                 let response = &payload["response"];
                 return Err(failure(&response["error"]));
@@ -175,8 +178,8 @@ impl ResponsesEvents {
         Ok(None)
     }
 
-    fn response_model(&mut self, response: &Value) {
-        if let Some(model) = response["model"].as_str().filter(|m| !m.is_empty()) {
+    fn response_model(&mut self, response: Option<&ResponseFields<'_>>) {
+        if let Some(model) = response.and_then(|r| r.model.as_str()).filter(|m| !m.is_empty()) {
             model.clone_into(&mut self.message.model);
         }
     }
@@ -253,16 +256,18 @@ impl ResponsesEvents {
         Ok(())
     }
 
-    fn completed(&mut self, response: &Value) -> Result<AssistantMessage, ProviderError> {
+    fn completed(&mut self, response: Option<&ResponseFields<'_>>) -> Result<AssistantMessage, ProviderError> {
         self.response_model(response);
-        let usage = &response["usage"];
-        let input = usage["input_tokens"].as_u64().unwrap_or(0);
-        let cached = usage["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0).min(input);
-        let output = usage["output_tokens"].as_u64().unwrap_or(0);
+        let usage = response.and_then(|r| r.usage.0.as_ref());
+        let count = |field: fn(&UsageFields) -> MaybeU64| usage.and_then(|u| field(u).0);
+        let input = count(|u| u.input_tokens).unwrap_or(0);
+        let cached =
+            count(|u| u.input_tokens_details.0.map_or(MaybeU64(None), |d| d.cached_tokens)).unwrap_or(0).min(input);
+        let output = count(|u| u.output_tokens).unwrap_or(0);
         self.message.usage = Usage::new(input - cached, output)
             .with_cache(cached, 0)
-            .with_total(usage["total_tokens"].as_u64().unwrap_or(input.saturating_add(output)));
-        let reason = response["incomplete_details"]["reason"].as_str();
+            .with_total(count(|u| u.total_tokens).unwrap_or(input.saturating_add(output)));
+        let reason = response.and_then(|r| r.incomplete_details.0.as_ref()).and_then(|d| d.reason.as_str());
         if reason == Some("content_filter") {
             return Err(ProviderError::Api {
                 status: None,
@@ -270,7 +275,7 @@ impl ResponsesEvents {
             });
         }
         let mut message = self.partial();
-        message.stop_reason = match (response["status"].as_str(), reason) {
+        message.stop_reason = match (response.and_then(|r| r.status.as_str()), reason) {
             (Some("incomplete"), _) | (_, Some("max_output_tokens")) => StopReason::Length,
             _ if message.tool_calls().next().is_some() => StopReason::ToolUse,
             _ => StopReason::Stop,
@@ -279,18 +284,14 @@ impl ResponsesEvents {
     }
 }
 
-/// The events read from a typed head alone, one per streamed token (or per summary part).
-const DELTAS: [&str; 6] = [
-    "response.output_text.delta",
-    "response.refusal.delta",
-    "response.reasoning_summary_part.added",
-    "response.reasoning_summary_text.delta",
-    "response.reasoning_text.delta",
-    "response.function_call_arguments.delta",
-];
+/// The events read whole: output items (kept as they came when sinew does not model them) and
+/// failures. Every other event is read from its typed head alone.
+const READ_WHOLE: [&str; 4] = ["response.output_item.added", "response.output_item.done", "response.failed", "error"];
 
-/// What every event is read for first: its type, and the fields of the deltas.
+/// What every event is read for first: its type, the fields of the deltas, and the response's
+/// model, status and usage in its lifecycle events.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Head<'a> {
     #[serde(default, borrow, rename = "type")]
     kind: MaybeStr<'a>,
@@ -300,17 +301,126 @@ struct Head<'a> {
     delta: MaybeStr<'a>,
     #[serde(default, borrow)]
     arguments: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    response: Object<ResponseFields<'a>>,
+}
+
+/// What the decoder reads of the response in `response.created`, `.in_progress`, `.completed`
+/// and `.incomplete`.
+#[derive(Default, Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct ResponseFields<'a> {
+    #[serde(default, borrow)]
+    model: MaybeStr<'a>,
+    #[serde(default, borrow)]
+    status: MaybeStr<'a>,
+    #[serde(default)]
+    usage: Object<UsageFields>,
+    #[serde(default, borrow)]
+    incomplete_details: Object<IncompleteDetails<'a>>,
+}
+
+#[derive(Default, Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct UsageFields {
+    #[serde(default)]
+    input_tokens: MaybeU64,
+    #[serde(default)]
+    output_tokens: MaybeU64,
+    #[serde(default)]
+    total_tokens: MaybeU64,
+    #[serde(default)]
+    input_tokens_details: Object<CachedTokens>,
+}
+
+#[derive(Clone, Copy, Default, Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct CachedTokens {
+    #[serde(default)]
+    cached_tokens: MaybeU64,
+}
+
+#[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct IncompleteDetails<'a> {
+    #[serde(default, borrow)]
+    reason: MaybeStr<'a>,
+}
+
+/// The head of a delta read in place ([`Scan`]), as the typed reading reads it: a type, an output
+/// index, a delta or arguments of text, and scalars or nesting elsewhere. `None` for anything
+/// else (a response, fields of other types, escapes, a known key twice), which serde reads.
+fn scanned_head(data: &str) -> Option<Head<'_>> {
+    let mut scan = Scan::new(data)?;
+    let mut head = Head {
+        kind: MaybeStr(None),
+        output_index: None,
+        delta: MaybeStr(None),
+        arguments: MaybeStr(None),
+        response: Object(None),
+    };
+    let mut seen = [false; 4];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "type" => 0,
+            "output_index" => 1,
+            "delta" => 2,
+            "arguments" => 3,
+            "response" => return None,
+            _ => return scan.skip_value(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        match slot {
+            1 if scan.null() => {}
+            1 => head.output_index = Some(scan.u64()?),
+            _ => {
+                let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
+                match slot {
+                    0 => head.kind = text,
+                    2 => head.delta = text,
+                    _ => head.arguments = text,
+                }
+            }
+        }
+        Some(())
+    })?;
+    scan.end()?;
+    Some(head)
 }
 
 impl<'a> Head<'a> {
     /// The head of an event read whole, as the typed reading reads it.
     fn of(payload: &'a Value) -> Head<'a> {
-        let text = |field: &str| MaybeStr(payload[field].as_str().map(std::borrow::Cow::Borrowed));
+        let text = |value: &'a Value| MaybeStr(value.as_str().map(std::borrow::Cow::Borrowed));
+        let count = |value: &Value| MaybeU64(value.as_u64());
+        let object = |value: &'a Value| value.is_object().then_some(value);
+        let response = object(&payload["response"]).map(|response| ResponseFields {
+            model: text(&response["model"]),
+            status: text(&response["status"]),
+            usage: Object(object(&response["usage"]).map(|usage| {
+                UsageFields {
+                    input_tokens: count(&usage["input_tokens"]),
+                    output_tokens: count(&usage["output_tokens"]),
+                    total_tokens: count(&usage["total_tokens"]),
+                    input_tokens_details: Object(
+                        object(&usage["input_tokens_details"])
+                            .map(|details| CachedTokens { cached_tokens: count(&details["cached_tokens"]) }),
+                    ),
+                }
+            })),
+            incomplete_details: Object(
+                object(&response["incomplete_details"])
+                    .map(|details| IncompleteDetails { reason: text(&details["reason"]) }),
+            ),
+        });
         Head {
-            kind: text("type"),
+            kind: text(&payload["type"]),
             output_index: payload["output_index"].as_u64(),
-            delta: text("delta"),
-            arguments: text("arguments"),
+            delta: text(&payload["delta"]),
+            arguments: text(&payload["arguments"]),
+            response: Object(response),
         }
     }
 }

@@ -136,3 +136,145 @@ proptest! {
         prop_assert_eq!(terminals, 1);
     }
 }
+
+/// The typed head of an event, where it reads, and the head of the event read whole.
+fn heads(data: &str) -> Option<(Head<'_>, Value)> {
+    let typed = serde_json::from_str::<Head<'_>>(data).ok()?;
+    Some((typed, serde_json::from_str(data).ok()?))
+}
+
+/// Every event of every recorded Responses stream whose head reads typed reads as the event
+/// read whole: the deltas, and the lifecycle events' model, status and usage.
+#[test]
+fn recorded_heads_read_as_the_whole_events() {
+    let mut lifecycle = 0;
+    for (name, bytes, _) in sinew_testing::recorded_streams("responses", 10) {
+        for event in &sinew_http::sse::SseDecoder::events_of(&bytes).unwrap() {
+            let data = event.data.trim();
+            if let Some((typed, whole)) = heads(data) {
+                lifecycle += usize::from(typed.response.0.is_some());
+                assert_eq!(typed, Head::of(&whole), "{name}: {data}");
+            }
+        }
+    }
+    assert!(lifecycle >= 30, "only {lifecycle} lifecycle events");
+}
+
+/// A lifecycle event in many shapes: counts of every JSON type, fields missing, nested or
+/// given twice, `response` and its parts of other types.
+fn lifecycle_events() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        4 => Just(json!(12)),
+        1 => Just(json!(0)),
+        1 => Just(json!(-3)),
+        1 => Just(json!(2.0)),
+        1 => Just(json!("7")),
+        1 => Just(json!(null)),
+        1 => Just(json!([1])),
+        1 => Just(json!({"cached_tokens": 3})),
+        1 => Just(json!(u64::MAX)),
+        1 => Just(json!("incomplete")),
+    ];
+    let usage_key = prop_oneof![
+        Just("input_tokens"),
+        Just("output_tokens"),
+        Just("total_tokens"),
+        Just("input_tokens_details"),
+        Just("other"),
+    ];
+    let response_key =
+        prop_oneof![Just("model"), Just("status"), Just("usage"), Just("incomplete_details"), Just("output"),];
+    (
+        proptest::collection::vec((usage_key, value.clone()), 0..5),
+        proptest::collection::vec((response_key, value.clone()), 0..5),
+        value,
+        0..3_u8,
+    )
+        .prop_map(|(usage, response, other, shape)| {
+            let member = |key: &str, value: &Value| format!("{}:{value}", json!(key));
+            let usage: Vec<String> = usage.iter().map(|(k, v)| member(k, v)).collect();
+            let response: Vec<String> = response
+                .iter()
+                .map(|(key, value)| match *key {
+                    "usage" => format!("\"usage\":{{{}}}", usage.join(",")),
+                    "incomplete_details" => format!("\"incomplete_details\":{{\"reason\":{value}}}"),
+                    _ => member(key, value),
+                })
+                .collect();
+            let response = match shape {
+                0 => format!("{{{}}}", response.join(",")),
+                1 => other.to_string(),
+                _ => format!("{{{}}},\"response\":{{}}", response.join(",")),
+            };
+            format!("{{\"type\":\"response.completed\",\"response\":{response}}}")
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Whatever lifecycle event reads typed reads as the event read whole.
+    #[test]
+    fn typed_lifecycle_heads_are_the_whole_reading(data in lifecycle_events()) {
+        if let Some((typed, whole)) = heads(&data) {
+            prop_assert_eq!(typed, Head::of(&whole), "{}", data);
+        }
+    }
+}
+
+/// Every event of the recorded streams whose head reads in place reads as serde reads it; the
+/// deltas (most events) do.
+#[test]
+fn recorded_heads_are_scanned_as_serde_reads_them() {
+    let (mut events, mut scanned) = (0, 0);
+    for (name, bytes, _) in sinew_testing::recorded_streams("responses", 10) {
+        for event in &sinew_http::sse::SseDecoder::events_of(&bytes).unwrap() {
+            let data = event.data.trim();
+            events += 1;
+            if let Some(head) = scanned_head(data) {
+                scanned += 1;
+                assert_eq!(Some(head), serde_json::from_str::<Head<'_>>(data).ok(), "{name}: {data}");
+            }
+        }
+    }
+    assert!(scanned * 3 > events, "only {scanned} of {events} events took the fast path");
+}
+
+/// A delta in many shapes: keys in any order, twice, of other types, nested, escaped.
+fn delta_events() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        4 => Just(json!("hi")),
+        2 => Just(json!(3)),
+        1 => Just(json!(null)),
+        1 => Just(json!(-1)),
+        1 => Just(json!(1.5)),
+        1 => Just(json!("a\nb")),
+        1 => Just(json!([])),
+        1 => Just(json!({"a": [{"b": true}]})),
+    ];
+    let key = prop_oneof![
+        3 => Just("type"),
+        2 => Just("output_index"),
+        3 => Just("delta"),
+        1 => Just("arguments"),
+        1 => Just("response"),
+        1 => Just("sequence_number"),
+        1 => Just("logprobs"),
+    ];
+    proptest::collection::vec((key, value), 0..6).prop_map(|members| {
+        let members: Vec<String> = members.iter().map(|(k, v)| format!("{}:{v}", json!(k))).collect();
+        format!("{{{}}}", members.join(","))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Whatever delta the fast path reads, serde reads alike.
+    #[test]
+    fn scanned_heads_are_what_serde_reads(data in delta_events()) {
+        if let Some(head) = scanned_head(&data) {
+            prop_assert_eq!(Some(head), serde_json::from_str::<Head<'_>>(&data).ok(), "{}", data);
+        }
+    }
+}
