@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sinew_core::{AssistantMessage, Content, ProviderError, StopReason, StreamDelta, StreamEvent, Usage};
-use sinew_http::json::{self, MaybeStr, Object};
+use sinew_http::json::{self, MaybeStr, Object, Scan};
 use sinew_http::sse::SseEvent;
 use sinew_http::{SseHandler, SseMessageDecoder, excerpt};
 
@@ -66,9 +66,16 @@ impl AnthropicEvents {
         out: &mut Vec<StreamEvent>,
     ) -> Result<Option<AssistantMessage>, ProviderError> {
         // Text, thinking and tool-input deltas (one per streamed token) are read into typed,
-        // borrowed fields; every other event, and a delta those do not cover, whole.
+        // borrowed fields, in place where they can be; every other event, and a delta those do
+        // not cover, whole. An event whose type is read in place and is no delta goes straight
+        // to the whole reading.
+        let typed = match scanned_event(&event.data) {
+            Scanned::Delta(head) => Some(head),
+            Scanned::Other => None,
+            Scanned::Unread => serde_json::from_str::<DeltaEvent<'_>>(&event.data).ok(),
+        };
         if json::is_object(event.data.as_bytes())
-            && let Ok(head) = serde_json::from_str::<DeltaEvent<'_>>(&event.data)
+            && let Some(head) = typed
             && head.kind.as_str().unwrap_or(event.event.as_str()) == "content_block_delta"
             && let (Some(index), Some(delta)) = (head.index, &head.delta.0)
             && let Some(kind) = delta.kind.as_str()
@@ -239,6 +246,7 @@ fn never_started(index: usize) -> ProviderError {
 
 /// What the hot path reads of a `content_block_delta` event.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct DeltaEvent<'a> {
     #[serde(default, borrow, rename = "type")]
     kind: MaybeStr<'a>,
@@ -249,6 +257,7 @@ struct DeltaEvent<'a> {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct DeltaFields<'a> {
     #[serde(default, borrow, rename = "type")]
     kind: MaybeStr<'a>,
@@ -258,6 +267,86 @@ struct DeltaFields<'a> {
     thinking: MaybeStr<'a>,
     #[serde(default, borrow)]
     partial_json: MaybeStr<'a>,
+}
+
+/// What reading an event in place found.
+#[cfg_attr(test, derive(Debug, PartialEq))]
+enum Scanned<'a> {
+    /// A `content_block_delta`, read as the typed reading reads it.
+    Delta(DeltaEvent<'a>),
+    /// An event whose `type` is another: the typed reading would find no delta in it.
+    Other,
+    /// Something the reading in place does not take (escapes, fields of other types, a key
+    /// twice): serde reads it.
+    Unread,
+}
+
+/// Reads an event in place ([`Scan`]): a `content_block_delta` whose delta's fields are texts,
+/// or, as soon as its `type` says so, another event.
+fn scanned_event(data: &str) -> Scanned<'_> {
+    let Some(mut scan) = Scan::new(data) else { return Scanned::Unread };
+    let mut head = DeltaEvent { kind: MaybeStr(None), index: None, delta: Object(None) };
+    let (mut seen, mut other) = ([false; 3], false);
+    let read = scan.object(|scan, key| {
+        let slot = match key {
+            "type" => 0,
+            "index" => 1,
+            "delta" => 2,
+            _ => return scan.skip_value(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        match slot {
+            0 => {
+                let kind = scan.string()?;
+                // Stops here: the rest is read whole.
+                other = kind != "content_block_delta";
+                head.kind = MaybeStr(Some(std::borrow::Cow::Borrowed(kind)));
+                (!other).then_some(())
+            }
+            1 if scan.null() => Some(()),
+            1 => {
+                head.index = Some(scan.u64()?);
+                Some(())
+            }
+            _ => {
+                head.delta = Object(Some(scanned_delta(scan)?));
+                Some(())
+            }
+        }
+    });
+    match (read, other) {
+        (_, true) => Scanned::Other,
+        (Some(()), false) if scan.end().is_some() => Scanned::Delta(head),
+        _ => Scanned::Unread,
+    }
+}
+
+fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<DeltaFields<'a>> {
+    let mut delta = DeltaFields {
+        kind: MaybeStr(None),
+        text: MaybeStr(None),
+        thinking: MaybeStr(None),
+        partial_json: MaybeStr(None),
+    };
+    let mut seen = [false; 4];
+    scan.object(|scan, key| {
+        let slot = match key {
+            "type" => 0,
+            "text" => 1,
+            "thinking" => 2,
+            "partial_json" => 3,
+            _ => return scan.skip_value(),
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return None;
+        }
+        let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
+        *[&mut delta.kind, &mut delta.text, &mut delta.thinking, &mut delta.partial_json][slot] = text;
+        Some(())
+    })?;
+    Some(delta)
 }
 
 impl DeltaFields<'_> {

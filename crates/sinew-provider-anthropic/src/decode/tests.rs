@@ -1,3 +1,4 @@
+use proptest::prelude::*;
 use serde_json::json;
 
 use sinew_http::StreamDecoder;
@@ -247,4 +248,85 @@ fn deltas_of_every_shape_read_as_a_json_tree_reads_them() {
     let events = decode(&array);
     let (_, error) = terminal(&events);
     assert!(error.is_some_and(|e| e.to_string().contains("without index")), "{events:?}");
+}
+
+/// What the typed reading makes of an event.
+fn read_by_serde(data: &str) -> Option<DeltaEvent<'_>> {
+    serde_json::from_str(data).ok()
+}
+
+/// What reading in place found agrees with the typed reading: the same delta, or, for another
+/// event, no delta the typed reading would take.
+fn agrees(data: &str) -> Result<bool, String> {
+    match scanned_event(data) {
+        Scanned::Delta(head) if Some(&head) == read_by_serde(data).as_ref() => Ok(true),
+        Scanned::Other if read_by_serde(data).is_none_or(|head| head.kind.as_str() != Some("content_block_delta")) => {
+            Ok(true)
+        }
+        Scanned::Unread => Ok(false),
+        scanned => Err(format!("{scanned:?} but serde reads {:?}", read_by_serde(data))),
+    }
+}
+
+/// Every event of the recorded Anthropic streams read in place reads as the typed reading does,
+/// and most of them are.
+#[test]
+fn recorded_events_are_scanned_as_serde_reads_them() {
+    let (mut events, mut scanned) = (0, 0);
+    for (name, bytes, _) in sinew_testing::recorded_streams("anthropic", 10) {
+        for event in &sinew_http::sse::SseDecoder::events_of(&bytes).unwrap() {
+            events += 1;
+            scanned += usize::from(agrees(&event.data).unwrap_or_else(|e| panic!("{name}: {}: {e}", event.data)));
+        }
+    }
+    assert!(scanned * 2 > events, "only {scanned} of {events} events were read in place");
+}
+
+/// An event in many shapes: keys in any order, twice, of other types, nested, escaped.
+fn events() -> impl Strategy<Value = String> {
+    let value = prop_oneof![
+        4 => Just(json!("hi")),
+        2 => Just(json!(2)),
+        1 => Just(json!(null)),
+        1 => Just(json!(-1)),
+        1 => Just(json!("a\nb")),
+        1 => Just(json!([1, {"a": null}])),
+    ];
+    let kind = prop_oneof![
+        4 => Just(json!("content_block_delta")),
+        1 => Just(json!("message_delta")),
+        1 => Just(json!(7)),
+    ];
+    let delta_key = prop_oneof![
+        3 => Just("type"),
+        3 => Just("text"),
+        1 => Just("thinking"),
+        1 => Just("partial_json"),
+        1 => Just("signature"),
+    ];
+    let delta = proptest::collection::vec((delta_key, value.clone()), 0..4);
+    let key = prop_oneof![3 => Just("type"), 2 => Just("index"), 3 => Just("delta"), 1 => Just("usage")];
+    (proptest::collection::vec(key, 0..5), kind, delta, value).prop_map(|(keys, kind, delta, value)| {
+        let delta: Vec<String> = delta.iter().map(|(k, v)| format!("{}:{v}", json!(k))).collect();
+        let members: Vec<String> = keys
+            .iter()
+            .map(|key| match *key {
+                "type" => format!("\"type\":{kind}"),
+                "delta" => format!("\"delta\":{{{}}}", delta.join(",")),
+                "index" => format!("\"index\":{value}"),
+                _ => format!("{}:{value}", json!(key)),
+            })
+            .collect();
+        format!("{{{}}}", members.join(","))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Whatever event is read in place reads as the typed reading does.
+    #[test]
+    fn scanned_events_are_what_serde_reads(data in events()) {
+        prop_assert!(agrees(&data).is_ok(), "{}: {:?}", data, agrees(&data));
+    }
 }
