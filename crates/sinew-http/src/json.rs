@@ -410,8 +410,9 @@ impl<'a> Scan<'a> {
     /// A string without escapes or control characters, borrowed from the text.
     pub fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
-        let length = memchr::memchr(b'"', self.rest())?;
-        if self.rest().get(..length)?.iter().any(|&b| b < 0x20) {
+        // Most strings here are keys and tokens, a few bytes long: a plain loop beats a search.
+        let length = self.rest().iter().position(|&b| b == b'"' || b < 0x20)?;
+        if self.rest().get(length) != Some(&b'"') {
             return None;
         }
         let start = self.at;
