@@ -97,7 +97,8 @@ impl std::fmt::Debug for ModelAdapter {
 
 impl ModelAdapter {
     /// `model` served by `provider`, keeping the serialized histories of the last
-    /// [`DEFAULT_CONVERSATIONS`] conversations it served (see [`ModelAdapter::with_history_cache`]).
+    /// [`DEFAULT_CONVERSATIONS`] conversations it served
+    /// (see [`ModelAdapter::with_history_cache`]).
     pub fn new(provider: Arc<dyn StreamProvider>, model: impl Into<String>) -> Self {
         ModelAdapter { provider, model: model.into(), conversations: Conversations::new(DEFAULT_CONVERSATIONS) }
     }
@@ -144,9 +145,11 @@ impl Conversations {
         Conversations { capacity, kept: std::sync::Mutex::default() }
     }
 
-    /// The kept conversation `messages` continues: the one whose last request shares the most
-    /// first messages with them (none in use by another call), or, sharing none, a new one in
-    /// place of the least recently used. `None` when nothing is kept.
+    /// The kept conversation `messages` continues: of those not in use by another call, the one
+    /// whose last request shares the most first messages with them, at least half of that
+    /// request's (a request that only starts like another, with a common opening prompt, does
+    /// not take its place); or a new one in place of the least recently used. `None` when
+    /// nothing is kept.
     fn continued_by(&self, messages: &[Message]) -> Option<Arc<Conversation>> {
         if self.capacity == 0 {
             return None;
@@ -157,9 +160,9 @@ impl Conversations {
             .enumerate()
             .filter_map(|(i, conversation)| {
                 let state = conversation.state.try_lock().ok()?;
-                Some((i, shared_prefix(&state.messages, messages)))
+                let shared = shared_prefix(&state.messages, messages);
+                (shared > 0 && shared * 2 >= state.messages.len()).then_some((i, shared))
             })
-            .filter(|&(_, shared)| shared > 0)
             .max_by_key(|&(_, shared)| shared);
         let conversation = match best {
             Some((i, _)) => kept.remove(i)?,
@@ -233,6 +236,14 @@ impl Llm for ModelAdapter {
         let conversation = self.conversations.continued_by(&messages);
         // Held while the provider writes the request (in `stream`, before it returns).
         let mut sent = conversation.as_ref().map(|c| c.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        // What is kept is cut to what this request shares with the last: it stays true whether
+        // the provider writes this request or fails (or panics) before it does.
+        let unchanged = sent.as_deref_mut().map(|sent| {
+            let unchanged = shared_prefix(&sent.messages, &messages);
+            sent.wire.cut(unchanged);
+            sent.messages.truncate(unchanged);
+            unchanged
+        });
         let cancel = CancellationToken::new();
         let events = {
             let refs: Vec<&Message> = messages.iter().collect();
@@ -242,10 +253,10 @@ impl Llm for ModelAdapter {
             call.max_tokens = request.config.max_output_tokens;
             call.thinking_level = thinking_level(request.config.thinking_config.as_ref());
             call.options = &options;
-            call.history = sent.as_deref().map(|sent| sinew_core::HistoryCache {
-                cache: &sent.wire,
-                unchanged: shared_prefix(&sent.messages, &messages),
-            });
+            call.history = sent
+                .as_deref()
+                .zip(unchanged)
+                .map(|(sent, unchanged)| sinew_core::HistoryCache { cache: &sent.wire, unchanged });
             self.provider.stream(&call, cancel.clone())
         };
         if let Some(sent) = sent.as_deref_mut() {

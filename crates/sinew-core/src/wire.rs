@@ -64,6 +64,30 @@ impl WireCache {
         *self.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(prefix);
     }
 
+    /// Keeps only the bytes of the first `messages` messages (cut back to the last point it can
+    /// resume from within them), whatever their format: for a caller about to say those are
+    /// unchanged, whether or not the next request writes anything.
+    ///
+    /// ```
+    /// use sinew_core::wire::WireCache;
+    ///
+    /// let cache = WireCache::default();
+    /// let mut prefix = cache.take(7, 0);
+    /// for (i, message) in [&b"{\"a\":1},"[..], b"{\"b\":2},"].into_iter().enumerate() {
+    ///     prefix.bytes_mut().extend_from_slice(message);
+    ///     prefix.mark(i + 1);
+    /// }
+    /// cache.keep(prefix);
+    /// cache.cut(1);
+    /// let prefix = cache.take(7, 2);
+    /// assert_eq!((prefix.messages(), prefix.bytes()), (1, &b"{\"a\":1},"[..]));
+    /// ```
+    pub fn cut(&self, messages: usize) {
+        if let Some(prefix) = self.kept.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
+            prefix.cut(messages);
+        }
+    }
+
     /// Drops what is kept: the history was rewritten.
     pub fn clear(&self) {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner).take();

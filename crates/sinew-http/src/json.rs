@@ -2,8 +2,9 @@
 //! `serde_json::Value` tree (which allocates a map per object, a string per key). A typed reading
 //! is a fast path: it reads what a `Value` lookup would, and where it cannot (a field of another
 //! shape than expected), the decoder reads the event whole instead. Fields a typed reading skips
-//! are checked to be well-formed JSON, not validated further: a lone surrogate escape or a number
-//! out of `f64`'s range inside a skipped field is let through.
+//! are checked to be well-formed JSON, not validated further: a lone surrogate escape, a number
+//! out of `f64`'s range or nesting deeper than the 128 levels a tree reading takes, inside a
+//! skipped field, is let through.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

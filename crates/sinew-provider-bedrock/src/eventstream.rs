@@ -116,8 +116,8 @@ impl FrameDecoder {
     }
 
     /// Gives `each` the frames `bytes` complete, read in place (no copy of a frame that arrives
-    /// whole in `bytes`), until it answers `false` (the next call goes on from there). An error is final: the stream is corrupt from
-    /// there on.
+    /// whole in `bytes`), until it answers `false` (the next call goes on from there). An error is
+    /// final: the stream is corrupt from there on.
     pub fn feed_frames(
         &mut self,
         bytes: &[u8],

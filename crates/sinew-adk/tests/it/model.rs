@@ -418,12 +418,23 @@ async fn a_response_schema_becomes_structured_output() {
 /// A conversation of `rounds` tool rounds after a first question, as ADK builds its contents:
 /// a user turn, then for each round a model turn calling the tool and a user turn answering.
 fn conversation(first: &str, rounds: usize) -> Vec<Content> {
+    edited(first, rounds, usize::MAX)
+}
+
+/// [`conversation`], its calls from round `from` on asking for other days (a session edited or
+/// rewound and continued otherwise).
+fn edited(first: &str, rounds: usize, from: usize) -> Vec<Content> {
     let mut contents = vec![Content::user_text(first)];
     for i in 0..rounds {
         let id = format!("call-{i}");
+        let day = if i >= from { i + 100 } else { i };
         contents.push(Content::new(
             "model",
-            vec![Part::function_call(FunctionCall::new(Some(id.clone()), "get_weather", json_map(json!({"day": i}))))],
+            vec![Part::function_call(FunctionCall::new(
+                Some(id.clone()),
+                "get_weather",
+                json_map(json!({"day": day})),
+            ))],
         ));
         contents.push(Content::new(
             "user",
@@ -446,10 +457,10 @@ async fn claims(adapter: &ModelAdapter, provider: &MockProvider, requests: Vec<V
 /// ADK rebuilds its contents on every call; the adapter finds what a request shares with the
 /// previous one of its conversation (the provider then writes only what follows): the messages
 /// of a growing conversation, none of a rewritten one, each conversation its own when they
-/// interleave, and less after a history was cut back.
+/// interleave, and less after a history was cut back (rewound).
 #[tokio::test]
 async fn each_request_claims_what_it_shares_with_its_conversations_last() {
-    let answers = || (0..8).map(|_| MockResponse::new().text_delta("ok"));
+    let answers = || (0..9).map(|_| MockResponse::new().text_delta("ok"));
     let provider = Arc::new(MockProvider::new(answers()));
     let adapter = ModelAdapter::new(provider.clone(), "mock-model");
     let seen = claims(
@@ -463,12 +474,14 @@ async fn each_request_claims_what_it_shares_with_its_conversations_last() {
             conversation("b", 2),
             // Compaction rewrote the first message.
             conversation("a'", 3),
+            // Rewound by a round, then by another.
+            conversation("a", 2),
             conversation("a", 1),
         ],
     )
     .await;
     // Messages: one for the question, two per round; the nudge after a model turn never comes.
-    assert_eq!(seen, [Some(0), Some(1), Some(0), Some(3), Some(1), Some(0), Some(3)]);
+    assert_eq!(seen, [Some(0), Some(1), Some(0), Some(3), Some(1), Some(0), Some(5), Some(3)]);
 }
 
 /// With no history cache, requests carry none; with room for one conversation, two that
@@ -488,40 +501,59 @@ async fn the_history_cache_has_the_room_it_is_given() {
     assert_eq!(seen, [Some(0), Some(0), Some(0), Some(3)]);
 }
 
+/// A request sharing less than half of a kept conversation (an opening prompt other sessions
+/// share too) starts a conversation of its own rather than taking that one's place.
+#[tokio::test]
+async fn a_request_that_only_starts_alike_takes_no_place() {
+    let answers = (0..3).map(|_| MockResponse::new().text_delta("ok"));
+    let provider = Arc::new(MockProvider::new(answers));
+    let adapter = ModelAdapter::new(provider.clone(), "mock-model");
+    let requests = vec![conversation("a", 3), edited("a", 3, 0), conversation("a", 4)];
+    assert_eq!(claims(&adapter, &provider, requests).await, [Some(0), Some(0), Some(7)]);
+}
+
 /// Over a real provider the bytes are what they would be without the cache: the Anthropic
 /// provider, talking HTTP, writes the same body for every request of two interleaved
-/// conversations, one of them rewritten and cut back, with and without the adapter's cache.
+/// conversations, one of them rewritten, cut back, and edited in a request the provider refuses
+/// before writing it (an option Anthropic lacks) and then sent again, with and without the
+/// adapter's cache.
 #[tokio::test]
 async fn a_resumed_body_is_the_body_written_whole() {
     use sinew_provider_anthropic::{AnthropicConfig, AnthropicProvider};
     use sinew_testing::MockServer;
     use sinew_testing::wire::{WireTurn, anthropic_events, sse_response};
 
+    // Each request, and whether it asks for a seed, which Anthropic refuses.
     let requests = [
-        conversation("a", 0),
-        conversation("a", 1),
-        conversation("b", 2),
-        conversation("a", 4),
-        conversation("b", 3),
-        conversation("a'", 4),
-        conversation("a", 2),
-        conversation("a", 5),
+        (conversation("a", 0), false),
+        (conversation("a", 1), false),
+        (conversation("b", 2), false),
+        (conversation("a", 4), false),
+        (edited("a", 4, 2), true),
+        (edited("a", 5, 2), false),
+        (conversation("b", 3), false),
+        (conversation("a'", 4), false),
+        (conversation("a", 2), false),
+        (conversation("a", 5), false),
     ];
+    let sent = requests.iter().filter(|(_, refused)| !refused).count();
     let mut bodies = Vec::new();
     for conversations in [sinew_adk::model::DEFAULT_CONVERSATIONS, 0] {
         let answer = || sse_response(anthropic_events(&WireTurn::new().text("ok").usage(1, 1)), None);
-        let server = MockServer::scripted(requests.iter().map(|_| answer())).await;
+        let server = MockServer::scripted((0..sent).map(|_| answer())).await;
         let mut config = AnthropicConfig::new("sk-ant-test");
         config.base_url = server.url();
         let adapter = ModelAdapter::new(Arc::new(AnthropicProvider::new(config)), "claude-test")
             .with_history_cache(conversations);
-        for contents in &requests {
-            let items: Vec<_> = adapter.generate_content(request(contents.clone(), None), false).collect().await;
-            assert!(items.iter().all(Result::is_ok), "{items:?}");
+        for (contents, refused) in &requests {
+            let mut request = request(contents.clone(), None);
+            request.config.seed = refused.then_some(1);
+            let items: Vec<_> = adapter.generate_content(request, false).collect().await;
+            assert_eq!(items.iter().all(Result::is_ok), !refused, "{items:?}");
         }
         bodies.push(server.requests().into_iter().map(|r| String::from_utf8(r.body).unwrap()).collect::<Vec<_>>());
     }
-    assert_eq!(bodies[0].len(), requests.len());
+    assert_eq!(bodies[0].len(), sent);
     for (resumed, whole) in bodies[0].iter().zip(&bodies[1]) {
         assert_eq!(resumed, whole);
     }
