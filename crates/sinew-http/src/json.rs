@@ -61,7 +61,7 @@ impl<'a> ObjectArguments<'a> {
     }
 }
 
-/// [`bytes`] written at the end of `out`.
+/// [`bytes()`] written at the end of `out`.
 pub fn write(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
     let _ = serde_json::to_writer(out, value);
 }
