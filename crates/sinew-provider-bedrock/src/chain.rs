@@ -127,11 +127,15 @@ async fn fetch(provider: &SharedCredentialsProvider) -> Result<Expiring<AwsCrede
 }
 
 /// The chain's error with its causes (aws-config's messages name sources and files, never a
-/// credential). A source that timed out may answer next time.
+/// credential). A source that timed out, or whose service failed for now (aws-config's
+/// `ProviderError`: a 5xx from instance metadata, the container endpoint or STS), may answer next
+/// time; missing or invalid configuration will not.
 fn error(error: CredentialsError) -> ProviderError {
     let message = format!("no AWS credentials: {}", error_chain(&error));
     match error {
-        CredentialsError::ProviderTimedOut(_) => ProviderError::Network(Failure::from(message)),
+        CredentialsError::ProviderTimedOut(_) | CredentialsError::ProviderError(_) => {
+            ProviderError::Network(Failure::from(message))
+        }
         _ => ProviderError::Auth(message),
     }
 }

@@ -83,6 +83,7 @@ fn answer(request: &ReceivedRequest, ecs_calls: &AtomicUsize) -> ServedResponse 
                 &json!({"roleCredentials": {"accessKeyId": "SSO-KEY", "secretAccessKey": "SECRET-VALUE", "sessionToken": "SSO-KEY-SESSION", "expiration": millis}}),
             )
         }
+        ("GET", "/ecs-down") => ServedResponse::json(503, &json!({"message": "try again"})),
         ("POST", "/model/test-model/converse-stream") => ServedResponse::new(200)
             .header("content-type", "application/vnd.amazon.eventstream")
             .chunk(fixture_bytes("bedrock-converse-stream/text-then-tool-use.bin")),
@@ -190,6 +191,17 @@ async fn credentials_are_cached_and_fetched_again_before_they_expire() {
     // The first expire in 10 s: handed out once, then replaced; the next last an hour.
     assert_eq!(keys, ["ECS-KEY-1", "ECS-KEY-2", "ECS-KEY-2", "ECS-KEY-2"]);
     assert_eq!(fake.ecs_calls.load(Ordering::SeqCst), 2);
+}
+
+/// A source whose service fails for now (a 5xx) fails the attempt with an error a retry may
+/// get past, not as credentials that are missing.
+#[tokio::test]
+async fn a_source_that_fails_for_now_can_be_retried() {
+    let fake = fake().await;
+    let uri = format!("{}/ecs-down", fake.server.url());
+    let error = chain(&[("AWS_CONTAINER_CREDENTIALS_FULL_URI", &uri)], &[]).credentials().await.unwrap_err();
+    assert!(error.is_retryable(), "{error:?}");
+    assert!(error.to_string().contains("no AWS credentials"), "{error}");
 }
 
 #[tokio::test]
