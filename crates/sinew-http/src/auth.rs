@@ -8,6 +8,7 @@ use crate::request::HttpRequest;
 
 /// How requests authenticate. `Debug` never shows the secret.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum Auth {
     /// No credentials (a local server).
     None,

@@ -91,8 +91,10 @@ type Fetcher<T> = Box<dyn Fn() -> Fetch<T> + Send + Sync>;
 /// The fetch under way, awaited by whoever needs its result.
 type Fetching<T> = Shared<Fetch<T>>;
 
-/// When a [`CredentialCache`] refreshes and how long a fetch may take.
+/// When a [`CredentialCache`] refreshes and how long a fetch may take. Start from
+/// [`CachePolicy::default`] and set the fields you change (more may come).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CachePolicy {
     /// A credential this close to its expiry is refreshed in the background while it is still
     /// handed out (5 minutes, as the AWS and Azure SDKs do).
