@@ -47,6 +47,13 @@ pub trait TokenSource: Send + Sync + fmt::Debug {
     /// A token good for the next request; an error fails that attempt (and is retried when it
     /// is [retryable](ProviderError::is_retryable)).
     async fn token(&self) -> Result<AccessToken, ProviderError>;
+
+    /// The service refused the last token handed out (401 or 403) before it expired: revoked or
+    /// rotated. A source that keeps tokens forgets it, so the next call fetches a new one, and
+    /// says whether it did; the default keeps nothing to forget.
+    fn invalidate(&self) -> bool {
+        false
+    }
 }
 
 /// Adds credentials to a request just before an attempt is sent: a bearer token from a
@@ -56,6 +63,13 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
     /// Adds the credentials to `request`; an error fails the attempt (and is retried when it is
     /// [retryable](ProviderError::is_retryable)).
     async fn authorize(&self, request: &mut HttpRequest) -> Result<(), ProviderError>;
+
+    /// The service refused the credentials just added (401 or 403): forget any kept, so the
+    /// next attempt gets fresh ones. `true` when something was forgotten: the transport then
+    /// sends the request once more (fetching the same credentials again would not help).
+    fn rejected(&self) -> bool {
+        false
+    }
 }
 
 /// `Authorization: Bearer <token>` with a token from the source.
@@ -68,6 +82,10 @@ impl Authorizer for BearerAuthorizer {
         let token = self.0.token().await?;
         request.headers.push(("authorization".into(), format!("Bearer {}", token.token)));
         Ok(())
+    }
+
+    fn rejected(&self) -> bool {
+        self.0.invalidate()
     }
 }
 
@@ -196,9 +214,9 @@ impl<T: Clone + Send + Sync + 'static> CredentialCache<T> {
     }
 
     /// Forgets the credential held, so the next call fetches a new one (after the service
-    /// refused it, say).
-    pub fn invalidate(&self) {
-        lock(&self.inner.slot).current = None;
+    /// refused it, say); `true` when one was held.
+    pub fn invalidate(&self) -> bool {
+        lock(&self.inner.slot).current.take().is_some()
     }
 }
 

@@ -248,6 +248,10 @@ impl TokenSource for EntraCredential {
         // The cache's expiry is the token's; the token source does not repeat it.
         self.cache.get().await.map(|token| AccessToken::new(token, None))
     }
+
+    fn invalidate(&self) -> bool {
+        self.cache.invalidate()
+    }
 }
 
 impl fmt::Debug for EntraCredential {

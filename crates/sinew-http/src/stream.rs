@@ -161,6 +161,7 @@ pub fn stream_authorized_response<D: StreamDecoder>(
         decoded: Vec::new(),
         pending: VecDeque::new(),
         done: false,
+        refused: false,
     };
     match request {
         Ok(request) => state.request = Some(request),
@@ -205,6 +206,8 @@ struct Transport<D> {
     decoded: Vec<StreamEvent>,
     pending: VecDeque<StreamEvent>,
     done: bool,
+    /// The service refused the credentials an authorizer added: they were renewed, once.
+    refused: bool,
 }
 
 impl<D: StreamDecoder> Transport<D> {
@@ -243,8 +246,9 @@ impl<D: StreamDecoder> Transport<D> {
             }
             return;
         }
+        let renew = !self.refused;
         let attempt = tokio::select! {
-            attempt = authorized_attempt(&self.client, request, self.authorizer.as_deref(), &self.cancel) => attempt,
+            attempt = authorized_attempt(&self.client, request, self.authorizer.as_deref(), renew, &self.cancel) => attempt,
             () = deadline => {
                 self.decoder.fail(timeout(&self.limits, Expiry::Deadline), &mut self.decoded);
                 return;
@@ -260,6 +264,7 @@ impl<D: StreamDecoder> Transport<D> {
                 self.pending.push_back(StreamEvent::Start);
             }
             Err(failure) if failure.retryable && self.attempt < self.retry.max_retries => {
+                self.refused |= matches!(failure.error, ProviderError::Auth(_));
                 self.attempt += 1;
                 let delay = failure.delay(&self.retry, self.attempt);
                 log_retry(request, &self.retry, self.attempt, delay, &failure.error);
@@ -327,11 +332,14 @@ impl<D: StreamDecoder> Transport<D> {
 }
 
 /// One attempt at `request`, its credentials added first by `authorizer` (to a copy: the next
-/// attempt gets its own).
+/// attempt gets its own). When the service refuses them (401 or 403), the authorizer is told, and
+/// with `renew` the failure may be retried: the next attempt gets fresh credentials (revoked or
+/// rotated ones are not kept until they expire).
 async fn authorized_attempt(
     client: &HttpClient,
     request: &HttpRequest,
     authorizer: Option<&dyn Authorizer>,
+    renew: bool,
     cancel: &CancellationToken,
 ) -> Result<HttpResponse, Failure> {
     let Some(authorizer) = authorizer else {
@@ -344,7 +352,15 @@ async fn authorized_attempt(
         outcome = authorizer.authorize(&mut authorized) => outcome,
     };
     match outcome {
-        Ok(()) => client.attempt(&authorized, cancel).await,
+        Ok(()) => match client.attempt(&authorized, cancel).await {
+            Err(mut failure) if matches!(failure.error, ProviderError::Auth(_)) => {
+                failure.retryable = authorizer.rejected() && renew;
+                // Fresh credentials need no backoff.
+                failure.server_delay = Some(Duration::ZERO);
+                Err(failure)
+            }
+            other => other,
+        },
         Err(error) => Err(Failure { retryable: error.is_retryable(), error, server_delay: None }),
     }
 }

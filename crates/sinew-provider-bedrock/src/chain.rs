@@ -104,6 +104,10 @@ impl CredentialsProvider for AwsCredentialChain {
     async fn credentials(&self) -> Result<AwsCredentials, ProviderError> {
         self.cache.get().await
     }
+
+    fn invalidate(&self) -> bool {
+        self.cache.invalidate()
+    }
 }
 
 async fn load(loader: &Loader) -> Result<SharedCredentialsProvider, ProviderError> {

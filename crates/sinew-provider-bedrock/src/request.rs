@@ -62,6 +62,13 @@ pub trait CredentialsProvider: Send + Sync + fmt::Debug {
     /// The credentials to sign the next attempt with; an error fails that attempt (and is
     /// retried when it is [retryable](ProviderError::is_retryable)).
     async fn credentials(&self) -> Result<AwsCredentials, ProviderError>;
+
+    /// The service refused the last credentials handed out (401 or 403) before they expired. A
+    /// provider that keeps them forgets them, so the next call fetches new ones, and says whether
+    /// it did; the default keeps nothing to forget.
+    fn invalidate(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -95,6 +102,10 @@ impl Authorizer for SigV4Authorizer {
     async fn authorize(&self, request: &mut HttpRequest) -> Result<(), ProviderError> {
         let credentials = self.credentials.credentials().await?;
         sign_request(request, &credentials, &self.region, "bedrock", SystemTime::now())
+    }
+
+    fn rejected(&self) -> bool {
+        self.credentials.invalidate()
     }
 }
 

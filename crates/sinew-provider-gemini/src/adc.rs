@@ -135,6 +135,12 @@ impl TokenSource for GoogleCredentials {
             }
         }
     }
+
+    /// Builds the credentials again at the next request: google-cloud-auth keeps its token
+    /// inside them and offers no other way to drop it.
+    fn invalidate(&self) -> bool {
+        self.built.lock().unwrap_or_else(PoisonError::into_inner).take().is_some()
+    }
 }
 
 impl fmt::Debug for GoogleCredentials {

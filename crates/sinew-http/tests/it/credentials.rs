@@ -10,7 +10,7 @@ use futures::StreamExt;
 use sinew_core::{
     CancellationToken, Failure, Message, ProviderError, RetryConfig, StreamEvent, StreamProvider, StreamRequest,
 };
-use sinew_http::{AccessToken, Auth, HttpProvider, TokenSource};
+use sinew_http::{AccessToken, Auth, CredentialCache, Expiring, HttpProvider, TokenSource};
 use sinew_testing::{MockServer, ServedResponse};
 
 use crate::limits::{Lines, LinesConfig, failure};
@@ -77,6 +77,56 @@ async fn a_source_that_may_pass_on_a_second_try_is_retried() {
     let source = script([Err(down), Ok("TOKEN")]);
     assert_eq!(text(&provider(&server, source)).await, "ok");
     assert_eq!(server.requests()[0].header("authorization"), Some("Bearer TOKEN"));
+}
+
+/// A source that keeps its token until told the service refused it: `TOKEN-1`, `TOKEN-2`...
+#[derive(Debug)]
+struct Kept(CredentialCache<String>);
+
+#[async_trait]
+impl TokenSource for Kept {
+    async fn token(&self) -> Result<AccessToken, ProviderError> {
+        self.0.get().await.map(|token| AccessToken::new(token, None))
+    }
+
+    fn invalidate(&self) -> bool {
+        self.0.invalidate()
+    }
+}
+
+fn kept() -> Arc<Kept> {
+    let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    Arc::new(Kept(CredentialCache::new(move || {
+        let n = fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        async move { Ok(Expiring { value: format!("TOKEN-{n}"), expires_at: None }) }
+    })))
+}
+
+/// Credentials the service refuses before they expire (revoked, rotated) are forgotten and
+/// fetched again for one more attempt; refused again, the call fails with the service's answer.
+#[tokio::test]
+async fn refused_credentials_are_fetched_again_once() {
+    let server = MockServer::scripted([ServedResponse::new(401), answer(), answer()]).await;
+    let config = LinesConfig { url: server.url(), auth: Auth::Token(kept()) };
+    let renewing = HttpProvider::<Lines>::new(config).with_retry(RetryConfig::new(2, 1, 1.0, 1));
+    assert_eq!(text(&renewing).await, "ok");
+    // The token that passed is kept for the next call.
+    assert_eq!(text(&renewing).await, "ok");
+    let sent: Vec<_> = server.requests().iter().map(|r| r.header("authorization").unwrap().to_owned()).collect();
+    assert_eq!(sent, ["Bearer TOKEN-1", "Bearer TOKEN-2", "Bearer TOKEN-2"]);
+
+    let server = MockServer::scripted([ServedResponse::new(401), ServedResponse::new(403), answer()]).await;
+    let config = LinesConfig { url: server.url(), auth: Auth::Token(kept()) };
+    let refused = HttpProvider::<Lines>::new(config).with_retry(RetryConfig::new(2, 1, 1.0, 1));
+    let (error, _) = failure(&refused).await;
+    assert!(matches!(error, ProviderError::Auth(_)), "{error:?}");
+    assert_eq!(server.requests().len(), 2, "one renewal, no more");
+
+    // A source that keeps nothing would give the same token: no second attempt.
+    let server = MockServer::scripted([ServedResponse::new(401), answer()]).await;
+    let (error, _) = failure(&provider(&server, script([Ok("TOKEN")]))).await;
+    assert!(matches!(error, ProviderError::Auth(_)), "{error:?}");
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[test]

@@ -191,6 +191,9 @@ async fn credentials_are_cached_and_fetched_again_before_they_expire() {
     // The first expire in 10 s: handed out once, then replaced; the next last an hour.
     assert_eq!(keys, ["ECS-KEY-1", "ECS-KEY-2", "ECS-KEY-2", "ECS-KEY-2"]);
     assert_eq!(fake.ecs_calls.load(Ordering::SeqCst), 2);
+    // Keys the service refused are forgotten: the next call fetches new ones.
+    assert!(chain.invalidate());
+    assert_eq!(chain.credentials().await.unwrap().access_key_id, "ECS-KEY-3");
 }
 
 /// A source whose service fails for now (a 5xx) fails the attempt with an error a retry may
