@@ -286,18 +286,15 @@ enum Scanned<'a> {
 fn scanned_event(data: &str) -> Scanned<'_> {
     let Some(mut scan) = Scan::new(data) else { return Scanned::Unread };
     let mut head = DeltaEvent { kind: MaybeStr(None), index: None, delta: Object(None) };
-    let (mut seen, mut other) = ([false; 3], false);
-    let read = scan.object(|scan, key| {
-        let slot = match key {
-            "type" => 0,
-            "index" => 1,
-            "delta" => 2,
-            _ => return scan.skip_value(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        match slot {
+    let mut other = false;
+    let read = scan.fields::<3>(
+        |key| match key {
+            "type" => Some(0),
+            "index" => Some(1),
+            "delta" => Some(2),
+            _ => None,
+        },
+        |scan, slot| match slot {
             0 => {
                 let kind = scan.string()?;
                 // Stops here: the rest is read whole.
@@ -314,8 +311,9 @@ fn scanned_event(data: &str) -> Scanned<'_> {
                 head.delta = Object(Some(scanned_delta(scan)?));
                 Some(())
             }
-        }
-    });
+        },
+        |scan, _| scan.skip_value(),
+    );
     match (read, other) {
         (_, true) => Scanned::Other,
         (Some(()), false) if scan.end().is_some() => Scanned::Delta(head),
@@ -330,22 +328,21 @@ fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<DeltaFields<'a>> {
         thinking: MaybeStr(None),
         partial_json: MaybeStr(None),
     };
-    let mut seen = [false; 4];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "type" => 0,
-            "text" => 1,
-            "thinking" => 2,
-            "partial_json" => 3,
-            _ => return scan.skip_value(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
-        *[&mut delta.kind, &mut delta.text, &mut delta.thinking, &mut delta.partial_json][slot] = text;
-        Some(())
-    })?;
+    scan.fields::<4>(
+        |key| match key {
+            "type" => Some(0),
+            "text" => Some(1),
+            "thinking" => Some(2),
+            "partial_json" => Some(3),
+            _ => None,
+        },
+        |scan, slot| {
+            let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
+            *[&mut delta.kind, &mut delta.text, &mut delta.thinking, &mut delta.partial_json][slot] = text;
+            Some(())
+        },
+        |scan, _| scan.skip_value(),
+    )?;
     Some(delta)
 }
 

@@ -351,73 +351,73 @@ impl<'a> Chunk<'a> {
 fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
     let mut scan = Scan::new(data)?;
     let mut chunk = Chunk::default();
-    let mut seen = [false; 3];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "candidates" => 0,
-            "usageMetadata" => 1,
-            "modelVersion" => 2,
-            "error" | "promptFeedback" => return None,
-            _ => return scan.skip_value(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        match slot {
-            0 if scan.null() => {}
-            0 => {
-                let mut first = true;
-                scan.array(|scan| {
-                    if std::mem::replace(&mut first, false) {
-                        chunk.candidates = FirstCandidate(Some(scanned_candidate(scan)?));
-                        Some(())
-                    } else {
-                        scan.skip_value()
-                    }
-                })?;
+    scan.fields::<3>(
+        |key| match key {
+            "candidates" => Some(0),
+            "usageMetadata" => Some(1),
+            "modelVersion" => Some(2),
+            _ => None,
+        },
+        |scan, slot| {
+            match slot {
+                0 if scan.null() => {}
+                0 => {
+                    let mut first = true;
+                    scan.array(|scan| {
+                        if std::mem::replace(&mut first, false) {
+                            chunk.candidates = FirstCandidate(Some(scanned_candidate(scan)?));
+                            Some(())
+                        } else {
+                            scan.skip_value()
+                        }
+                    })?;
+                }
+                1 => chunk.usage_metadata = Object(Some(scanned_usage(scan)?)),
+                _ => chunk.model_version = MaybeStr(scan.string_or_null()?.map(Cow::Borrowed)),
             }
-            1 => chunk.usage_metadata = Object(Some(scanned_usage(scan)?)),
-            _ => chunk.model_version = MaybeStr(scan.string_or_null()?.map(Cow::Borrowed)),
-        }
-        Some(())
-    })?;
+            Some(())
+        },
+        |scan, key| match key {
+            "error" | "promptFeedback" => None,
+            _ => scan.skip_value(),
+        },
+    )?;
     scan.end()?;
     Some(chunk)
 }
 
 fn scanned_candidate<'a>(scan: &mut Scan<'a>) -> Option<Candidate<'a>> {
     let mut candidate = Candidate { content: Object(None), finish_reason: MaybeStr(None) };
-    let mut seen = [false; 2];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "content" => 0,
-            "finishReason" => 1,
-            _ => return scan.skip_value(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        if slot == 1 {
-            candidate.finish_reason = MaybeStr(scan.string_or_null()?.map(Cow::Borrowed));
-            return Some(());
-        }
-        let mut parts = None;
-        scan.object(|scan, key| match key {
-            "parts" if parts.is_none() => {
-                let mut read = Vec::new();
-                scan.array(|scan| {
-                    read.push(scanned_part(scan)?);
-                    Some(())
-                })?;
-                parts = Some(read);
-                Some(())
+    scan.fields::<2>(
+        |key| match key {
+            "content" => Some(0),
+            "finishReason" => Some(1),
+            _ => None,
+        },
+        |scan, slot| {
+            if slot == 1 {
+                candidate.finish_reason = MaybeStr(scan.string_or_null()?.map(Cow::Borrowed));
+                return Some(());
             }
-            "parts" => None,
-            _ => scan.skip_value(),
-        })?;
-        candidate.content = Object(Some(CandidateContent { parts: parts.unwrap_or_default() }));
-        Some(())
-    })?;
+            let mut parts = Vec::new();
+            scan.fields::<1>(
+                |key| match key {
+                    "parts" => Some(0),
+                    _ => None,
+                },
+                |scan, _| {
+                    scan.array(|scan| {
+                        parts.push(scanned_part(scan)?);
+                        Some(())
+                    })
+                },
+                |scan, _| scan.skip_value(),
+            )?;
+            candidate.content = Object(Some(CandidateContent { parts }));
+            Some(())
+        },
+        |scan, _| scan.skip_value(),
+    )?;
     Some(candidate)
 }
 
@@ -439,31 +439,30 @@ fn scanned_part(scan: &mut Scan<'_>) -> Option<PartIn> {
 
 fn scanned_usage(scan: &mut Scan<'_>) -> Option<UsageMetadata> {
     let mut usage = UsageMetadata::default();
-    let mut seen = [false; 6];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "promptTokenCount" => 0,
-            "cachedContentTokenCount" => 1,
-            "candidatesTokenCount" => 2,
-            "thoughtsTokenCount" => 3,
-            "toolUsePromptTokenCount" => 4,
-            "totalTokenCount" => 5,
-            _ => return scan.skip_value(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        let count = scan.u64()?;
-        *[
-            &mut usage.prompt_token_count,
-            &mut usage.cached_content_token_count,
-            &mut usage.candidates_token_count,
-            &mut usage.thoughts_token_count,
-            &mut usage.tool_use_prompt_token_count,
-            &mut usage.total_token_count,
-        ][slot] = count;
-        Some(())
-    })?;
+    scan.fields::<6>(
+        |key| match key {
+            "promptTokenCount" => Some(0),
+            "cachedContentTokenCount" => Some(1),
+            "candidatesTokenCount" => Some(2),
+            "thoughtsTokenCount" => Some(3),
+            "toolUsePromptTokenCount" => Some(4),
+            "totalTokenCount" => Some(5),
+            _ => None,
+        },
+        |scan, slot| {
+            let count = scan.u64()?;
+            *[
+                &mut usage.prompt_token_count,
+                &mut usage.cached_content_token_count,
+                &mut usage.candidates_token_count,
+                &mut usage.thoughts_token_count,
+                &mut usage.tool_use_prompt_token_count,
+                &mut usage.total_token_count,
+            ][slot] = count;
+            Some(())
+        },
+        |scan, _| scan.skip_value(),
+    )?;
     Some(usage)
 }
 

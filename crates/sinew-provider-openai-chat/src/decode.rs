@@ -174,19 +174,14 @@ struct XGroq {
 fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
     let mut scan = Scan::new(data)?;
     let mut chunk = Chunk { model: None, choices: Vec::new(), usage: None, x_groq: None, error: None };
-    let mut seen = [false; 3];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "choices" => 0,
-            "model" => 1,
-            "usage" => 2,
-            "x_groq" | "error" => return None,
-            _ => return scan.skip_scalar(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        match slot {
+    scan.fields::<3>(
+        |key| match key {
+            "choices" => Some(0),
+            "model" => Some(1),
+            "usage" => Some(2),
+            _ => None,
+        },
+        |scan, slot| match slot {
             0 => scan.array(|scan| {
                 chunk.choices.push(scanned_choice(scan)?);
                 Some(())
@@ -196,65 +191,69 @@ fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
                 Some(())
             }
             _ => scan.null().then_some(()),
-        }
-    })?;
+        },
+        |scan, key| match key {
+            "x_groq" | "error" => None,
+            _ => scan.skip_scalar(),
+        },
+    )?;
     scan.end()?;
     Some(chunk)
 }
 
 fn scanned_choice<'a>(scan: &mut Scan<'a>) -> Option<Choice<'a>> {
     let mut choice = Choice { index: 0, delta: None, finish_reason: None };
-    let mut seen = [false; 3];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "index" => 0,
-            "delta" => 1,
-            "finish_reason" => 2,
-            "logprobs" => return scan.null().then_some(()),
-            _ => return scan.skip_scalar(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        match slot {
-            0 => choice.index = u32::try_from(scan.u64()?).ok()?,
-            1 if scan.null() => choice.delta = None,
-            1 => choice.delta = Some(scanned_delta(scan)?),
-            _ => choice.finish_reason = scan.string_or_null()?.map(Cow::Borrowed),
-        }
-        Some(())
-    })?;
+    scan.fields::<3>(
+        |key| match key {
+            "index" => Some(0),
+            "delta" => Some(1),
+            "finish_reason" => Some(2),
+            _ => None,
+        },
+        |scan, slot| {
+            match slot {
+                0 => choice.index = u32::try_from(scan.u64()?).ok()?,
+                1 if scan.null() => choice.delta = None,
+                1 => choice.delta = Some(scanned_delta(scan)?),
+                _ => choice.finish_reason = scan.string_or_null()?.map(Cow::Borrowed),
+            }
+            Some(())
+        },
+        |scan, key| match key {
+            "logprobs" => scan.null().then_some(()),
+            _ => scan.skip_scalar(),
+        },
+    )?;
     Some(choice)
 }
 
 fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<Delta<'a>> {
     let mut delta = Delta { content: None, reasoning_content: None, reasoning: None, refusal: None, tool_calls: None };
-    let mut seen = [false; 5];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "content" => 0,
-            "reasoning_content" => 1,
-            "reasoning" => 2,
-            "refusal" => 3,
-            "tool_calls" => 4,
-            _ => return scan.skip_scalar(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        if slot == 4 {
-            // Calls are read by serde; `null` is none.
-            return scan.null().then_some(());
-        }
-        let text = scan.string_or_null()?.map(Cow::Borrowed);
-        match slot {
-            0 => delta.content = text.map(DeltaContent::Text),
-            1 => delta.reasoning_content = text,
-            2 => delta.reasoning = text,
-            _ => delta.refusal = text,
-        }
-        Some(())
-    })?;
+    scan.fields::<5>(
+        |key| match key {
+            "content" => Some(0),
+            "reasoning_content" => Some(1),
+            "reasoning" => Some(2),
+            "refusal" => Some(3),
+            "tool_calls" => Some(4),
+            _ => None,
+        },
+        |scan, slot| {
+            if slot == 4 {
+                // Calls are read by serde; `null` is none.
+                return scan.null().then_some(());
+            }
+            let text = scan.string_or_null()?.map(Cow::Borrowed);
+            match slot {
+                0 => delta.content = text.map(DeltaContent::Text),
+                1 => delta.reasoning_content = text,
+                2 => delta.reasoning = text,
+                _ => delta.refusal = text,
+            }
+            Some(())
+        },
+        |scan, _| scan.skip_scalar(),
+    )?;
     Some(delta)
 }
 

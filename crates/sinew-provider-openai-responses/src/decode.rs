@@ -359,33 +359,34 @@ fn scanned_head(data: &str) -> Option<Head<'_>> {
         arguments: MaybeStr(None),
         response: Object(None),
     };
-    let mut seen = [false; 4];
-    scan.object(|scan, key| {
-        let slot = match key {
-            "type" => 0,
-            "output_index" => 1,
-            "delta" => 2,
-            "arguments" => 3,
-            "response" => return None,
-            _ => return scan.skip_value(),
-        };
-        if std::mem::replace(&mut seen[slot], true) {
-            return None;
-        }
-        match slot {
-            1 if scan.null() => {}
-            1 => head.output_index = Some(scan.u64()?),
-            _ => {
-                let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
-                match slot {
-                    0 => head.kind = text,
-                    2 => head.delta = text,
-                    _ => head.arguments = text,
+    scan.fields::<4>(
+        |key| match key {
+            "type" => Some(0),
+            "output_index" => Some(1),
+            "delta" => Some(2),
+            "arguments" => Some(3),
+            _ => None,
+        },
+        |scan, slot| {
+            match slot {
+                1 if scan.null() => {}
+                1 => head.output_index = Some(scan.u64()?),
+                _ => {
+                    let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
+                    match slot {
+                        0 => head.kind = text,
+                        2 => head.delta = text,
+                        _ => head.arguments = text,
+                    }
                 }
             }
-        }
-        Some(())
-    })?;
+            Some(())
+        },
+        |scan, key| match key {
+            "response" => None,
+            _ => scan.skip_value(),
+        },
+    )?;
     scan.end()?;
     Some(head)
 }

@@ -253,6 +253,10 @@ async fn tokens_are_kept_until_shortly_before_they_expire() {
     }
     // The first lived 10 s: fetched again at once; the second lives an hour.
     assert_eq!(fake.secret_grants.load(Ordering::SeqCst), 2);
+    // A token the service refused is forgotten: the next request gets a new one.
+    assert!(credential.invalidate());
+    assert_eq!(credential.token().await.unwrap().token, "SECRET-TOKEN");
+    assert_eq!(fake.secret_grants.load(Ordering::SeqCst), 3);
 }
 
 #[tokio::test]

@@ -231,6 +231,14 @@ async fn a_refused_refresh_is_an_auth_error_and_the_next_request_tries_again() {
     assert!(message.starts_with("no Google access token: ") && message.contains("invalid_grant"), "{message}");
     assert!(!message.contains("REFRESH-SECRET") && !message.contains("CLIENT-SECRET"), "{message}");
     assert_eq!(credentials.token().await.unwrap().token, "USER-TOKEN", "built again, asked again");
+    // A token the service refused is forgotten with the credentials that kept it.
+    let refreshes = || fake.server.requests().iter().filter(|r| r.path == "/token").count();
+    let before = refreshes();
+    assert_eq!(credentials.token().await.unwrap().token, "USER-TOKEN");
+    assert_eq!(refreshes(), before, "kept");
+    assert!(credentials.invalidate());
+    assert_eq!(credentials.token().await.unwrap().token, "USER-TOKEN");
+    assert_eq!(refreshes(), before + 1, "fetched again");
 }
 
 #[tokio::test]
