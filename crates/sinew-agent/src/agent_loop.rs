@@ -927,6 +927,7 @@ impl Run<'_> {
                         }
                         streamed = true;
                         self.emitter.emit(AgentEvent::MessageUpdate { loop_id: self.emitter.loop_id(), delta });
+                        self.emitter.hand_on().await;
                     }
                     Some(StreamEvent::Retry { delay, error, .. }) => {
                         attempt += 1;

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 
 use futures::task::AtomicWaker;
 use sinew_core::AgentEvent;
@@ -14,6 +15,9 @@ use crate::config::EventObserver;
 pub type EventSender = mpsc::UnboundedSender<AgentEvent>;
 /// The receiving end of an [`EventSender`].
 pub type EventReceiver = mpsc::UnboundedReceiver<AgentEvent>;
+
+/// How many events may wait in a run's own stream before the run lets its consumer take them.
+const BACKLOG: usize = 32;
 
 /// A new unbounded event channel.
 pub fn event_channel() -> (EventSender, EventReceiver) {
@@ -40,6 +44,10 @@ impl EventQueue {
     /// Moves every queued event into `into` (which must be empty), in order.
     pub(crate) fn take_all(&self, into: &mut VecDeque<AgentEvent>) {
         std::mem::swap(&mut *self.events.lock().unwrap_or_else(PoisonError::into_inner), into);
+    }
+
+    fn len(&self) -> usize {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     pub(crate) fn register(&self, waker: &std::task::Waker) {
@@ -77,7 +85,33 @@ impl Emitter {
         }
     }
 
+    /// Lets the consumer of the run's own stream take what waits there once [`BACKLOG`] events
+    /// do: a response that arrives all at once is handed on as it is decoded, not held whole. A
+    /// host's own channel is unbounded, and not waited for.
+    pub(crate) async fn hand_on(&self) {
+        if let Sink::Queue(queue) = &self.sink
+            && queue.len() >= BACKLOG
+        {
+            yield_once().await;
+        }
+    }
+
     pub(crate) fn loop_id(&self) -> Arc<str> {
         Arc::clone(&self.loop_id)
     }
+}
+
+/// Pending once, waking at once: the [`crate::AgentRun`] driving the run hands the queued events
+/// to its consumer, then polls the run again.
+async fn yield_once() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut yielded, true) {
+            Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await;
 }

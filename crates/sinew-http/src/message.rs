@@ -32,7 +32,6 @@ pub trait SseHandler: Send + 'static {
 #[derive(Debug)]
 pub struct SseMessageDecoder<H> {
     sse: SseDecoder,
-    events: Vec<SseEvent>,
     handler: H,
     finished: bool,
 }
@@ -40,7 +39,7 @@ pub struct SseMessageDecoder<H> {
 impl<H: SseHandler> SseMessageDecoder<H> {
     /// A decoder that hands each event to `handler`.
     pub fn new(handler: H) -> Self {
-        SseMessageDecoder { sse: SseDecoder::new(), events: Vec::new(), handler, finished: false }
+        SseMessageDecoder { sse: SseDecoder::new(), handler, finished: false }
     }
 
     /// Decodes `bytes`, appending the stream events they complete to `out`.
@@ -48,9 +47,9 @@ impl<H: SseHandler> SseMessageDecoder<H> {
         if self.finished {
             return;
         }
-        let fed = self.sse.feed(bytes, &mut self.events);
+        let (handler, finished) = (&mut self.handler, &mut self.finished);
         // The events completed before an oversized one are still handled.
-        self.drain(out);
+        let fed = self.sse.feed_with(bytes, |event| handle(handler, finished, event, out));
         if let Err(error) = fed {
             self.fail(ProviderError::Protocol(error.to_string()), out);
         }
@@ -62,11 +61,11 @@ impl<H: SseHandler> SseMessageDecoder<H> {
         if self.finished {
             return;
         }
-        self.events.extend(self.sse.finish());
-        self.drain(out);
+        let (handler, finished) = (&mut self.handler, &mut self.finished);
+        self.sse.finish_with(|event| handle(handler, finished, event, out));
         if !self.finished {
             match self.handler.end(out) {
-                Ok(message) => self.complete(message, out),
+                Ok(message) => complete(&mut self.finished, message, out),
                 Err(error) => self.fail(error, out),
             }
         }
@@ -76,40 +75,40 @@ impl<H: SseHandler> SseMessageDecoder<H> {
     /// the partial message: `Aborted` for cancellation, `Error` otherwise. Nothing happens if
     /// the stream already ended.
     pub fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
-        if std::mem::replace(&mut self.finished, true) {
-            return;
-        }
-        let mut partial = self.handler.partial();
-        partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
-        partial.error_message = Some(error.to_string());
-        out.push(StreamEvent::Error { error, partial });
+        fail(&mut self.handler, &mut self.finished, error, out);
     }
 
     /// The protocol's handler, with whatever state it kept.
     pub fn handler(&self) -> &H {
         &self.handler
     }
+}
 
-    fn complete(&mut self, message: AssistantMessage, out: &mut Vec<StreamEvent>) {
-        self.finished = true;
-        out.push(StreamEvent::Done(message));
+/// Hands one event to the handler, unless the stream already ended.
+fn handle<H: SseHandler>(handler: &mut H, finished: &mut bool, event: &SseEvent, out: &mut Vec<StreamEvent>) {
+    if *finished {
+        return;
     }
+    match handler.event(event, out) {
+        Ok(None) => {}
+        Ok(Some(message)) => complete(finished, message, out),
+        Err(error) => fail(handler, finished, error, out),
+    }
+}
 
-    fn drain(&mut self, out: &mut Vec<StreamEvent>) {
-        let mut events = std::mem::take(&mut self.events);
-        for event in &events {
-            if self.finished {
-                break;
-            }
-            match self.handler.event(event, out) {
-                Ok(None) => {}
-                Ok(Some(message)) => self.complete(message, out),
-                Err(error) => self.fail(error, out),
-            }
-        }
-        events.clear();
-        self.events = events;
+fn complete(finished: &mut bool, message: AssistantMessage, out: &mut Vec<StreamEvent>) {
+    *finished = true;
+    out.push(StreamEvent::Done(message));
+}
+
+fn fail<H: SseHandler>(handler: &mut H, finished: &mut bool, error: ProviderError, out: &mut Vec<StreamEvent>) {
+    if std::mem::replace(finished, true) {
+        return;
     }
+    let mut partial = handler.partial();
+    partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
+    partial.error_message = Some(error.to_string());
+    out.push(StreamEvent::Error { error, partial });
 }
 
 impl<H: SseHandler> StreamDecoder for SseMessageDecoder<H> {

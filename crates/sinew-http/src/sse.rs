@@ -16,6 +16,9 @@ use std::time::Duration;
 /// real events (a Gemini image inline, a long tool call's arguments in one piece) are far below.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// The data buffer kept from one event to the next; a larger one is let go after its event.
+const KEPT_DATA_BYTES: usize = 64 * 1024;
+
 /// An event, or a line, grew past the decoder's bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("a server-sent event exceeded the {limit}-byte limit")]
@@ -44,8 +47,9 @@ pub struct SseDecoder {
     after_cr: bool,
     /// The byte-order mark check is done (it only applies to the stream's first bytes).
     bom_checked: bool,
-    event: String,
-    data: String,
+    /// The event being read (its name empty until an `event:` line), handed out borrowed at
+    /// dispatch and cleared: its buffers serve every event of the stream.
+    pending: SseEvent,
     has_data: bool,
     last_event_id: String,
     retry: Option<Duration>,
@@ -61,8 +65,7 @@ impl Default for SseDecoder {
             line: Vec::new(),
             after_cr: false,
             bom_checked: false,
-            event: String::new(),
-            data: String::new(),
+            pending: SseEvent::default(),
             has_data: false,
             last_event_id: String::new(),
             retry: None,
@@ -93,18 +96,26 @@ impl SseDecoder {
     /// later call, once an event outgrows [`SseDecoder::max_event_bytes`]; the events completed
     /// before it are in `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
+        self.feed_with(chunk, |event| out.push(event.clone()))
+    }
+
+    /// Decodes `chunk`, handing each event it completes to `each`, borrowed: one event's buffers
+    /// serve the whole stream, so once they have grown to fit, decoding allocates nothing. Fails
+    /// as [`SseDecoder::feed`] does; the events completed before the oversized one were handed
+    /// out.
+    pub fn feed_with(&mut self, chunk: &[u8], mut each: impl FnMut(&SseEvent)) -> Result<(), EventTooLarge> {
         if !self.too_large {
-            self.feed_unchecked(chunk, out);
+            self.feed_unchecked(chunk, &mut each);
         }
         if self.too_large {
             self.line = Vec::new();
-            self.data = String::new();
+            self.pending = SseEvent::default();
             return Err(EventTooLarge { limit: self.max_event_bytes });
         }
         Ok(())
     }
 
-    fn feed_unchecked(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
+    fn feed_unchecked(&mut self, mut chunk: &[u8], out: &mut impl FnMut(&SseEvent)) {
         if !self.bom_checked {
             // The BOM may itself be split across chunks: wait for three bytes.
             let seen = self.line.len() + chunk.len();
@@ -130,7 +141,7 @@ impl SseDecoder {
         self.feed_checked(chunk, out);
     }
 
-    fn feed_checked(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
+    fn feed_checked(&mut self, chunk: &[u8], out: &mut impl FnMut(&SseEvent)) {
         let mut rest = chunk;
         while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
             let terminator = rest[end];
@@ -168,7 +179,7 @@ impl SseDecoder {
         self.line.extend_from_slice(rest);
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    fn process_line(&mut self, line: &[u8], out: &mut impl FnMut(&SseEvent)) {
         if line.len() > self.max_event_bytes {
             self.too_large = true;
             return;
@@ -196,19 +207,20 @@ impl SseDecoder {
         };
         match name {
             b"data" => {
-                if self.data.len() + value.len() + 1 > self.max_event_bytes {
+                let data = &mut self.pending.data;
+                if data.len() + value.len() + 1 > self.max_event_bytes {
                     self.too_large = true;
                     return;
                 }
                 if self.has_data {
-                    self.data.push('\n');
+                    data.push('\n');
                 }
-                self.data.push_str(&value);
+                data.push_str(&value);
                 self.has_data = true;
             }
             b"event" => {
-                self.event.clear();
-                self.event.push_str(&value);
+                self.pending.event.clear();
+                self.pending.event.push_str(&value);
             }
             b"id" if !value.contains('\0') => {
                 self.last_event_id.clear();
@@ -221,33 +233,43 @@ impl SseDecoder {
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        if !std::mem::take(&mut self.has_data) {
-            self.event.clear();
-            return;
+    fn dispatch(&mut self, out: &mut impl FnMut(&SseEvent)) {
+        let pending = &mut self.pending;
+        if std::mem::take(&mut self.has_data) {
+            if pending.event.is_empty() {
+                pending.event.push_str("message");
+            }
+            pending.id.clone_from(&self.last_event_id);
+            out(pending);
+            pending.data.clear();
+            if pending.data.capacity() > KEPT_DATA_BYTES {
+                // One large event does not keep its buffer for the rest of the stream.
+                pending.data = String::new();
+            }
         }
-        let event = if self.event.is_empty() { "message".to_owned() } else { std::mem::take(&mut self.event) };
-        out.push(SseEvent { event, data: std::mem::take(&mut self.data), id: self.last_event_id.clone() });
+        pending.event.clear();
     }
 
     /// Ends the stream. The standard discards an event left without its blank line; some servers
     /// (and truncated recordings) end so, so the unterminated event is returned for the caller to
     /// decide, with any unterminated last line applied first.
     pub fn finish(&mut self) -> Option<SseEvent> {
+        let mut last = None;
+        self.finish_with(|event| last = Some(event.clone()));
+        last
+    }
+
+    /// [`SseDecoder::finish`], handing the unterminated event, if any, to `each`, borrowed.
+    pub fn finish_with(&mut self, mut each: impl FnMut(&SseEvent)) {
         if self.too_large {
-            return None;
+            return;
         }
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
-            let mut out = Vec::new();
-            self.process_line(&line, &mut out);
-            if let Some(event) = out.pop() {
-                return Some(event);
-            }
+            // A line that is not empty never dispatches.
+            self.process_line(&line, &mut each);
         }
-        let mut out = Vec::new();
-        self.dispatch(&mut out);
-        out.pop()
+        self.dispatch(&mut each);
     }
 
     /// Every event of a whole body, the unterminated last one included (see

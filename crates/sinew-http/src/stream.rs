@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use sinew_core::{ProviderError, RetryConfig, StreamEvent};
@@ -15,6 +16,9 @@ use crate::client::{HttpClient, HttpResponse};
 use crate::credentials::Authorizer;
 use crate::request::HttpRequest;
 use crate::retry::{Failure, log_retry};
+
+/// The bytes of a chunk fed to the decoder at once: a few dozen events.
+const FEED_SLICE: usize = 4 * 1024;
 
 /// A pure, incremental decoder of one streamed response body.
 ///
@@ -158,6 +162,7 @@ pub fn stream_authorized_response<D: StreamDecoder>(
         decoder,
         cancel,
         response: None,
+        unfed: Bytes::new(),
         decoded: Vec::new(),
         pending: VecDeque::new(),
         done: false,
@@ -202,6 +207,8 @@ struct Transport<D> {
     decoder: D,
     cancel: CancellationToken,
     response: Option<HttpResponse>,
+    /// What is left of the chunk read last, fed to the decoder [`FEED_SLICE`] bytes at a time.
+    unfed: Bytes,
     /// The decoder's output buffer, reused for every chunk.
     decoded: Vec<StreamEvent>,
     pending: VecDeque<StreamEvent>,
@@ -218,7 +225,9 @@ impl<D: StreamDecoder> Transport<D> {
     }
 
     async fn step(&mut self) {
-        if self.response.is_some() {
+        if !self.unfed.is_empty() {
+            self.feed_slice();
+        } else if self.response.is_some() {
             self.read().await;
         } else {
             self.send().await;
@@ -305,12 +314,25 @@ impl<D: StreamDecoder> Transport<D> {
                     let error = ProviderError::Protocol(format!("the response exceeded the {limit}-byte limit"));
                     self.decoder.fail(error, &mut self.decoded);
                 } else {
-                    self.decoder.feed(&bytes, &mut self.decoded);
+                    self.unfed = bytes;
+                    self.feed_slice();
+                    return;
                 }
             }
             Ok(None) => self.decoder.finish(&mut self.decoded),
             Err(error) => self.decoder.fail(error, &mut self.decoded),
         }
+        if !self.decoded.is_empty() {
+            self.quiet_since = Instant::now();
+        }
+    }
+
+    /// Feeds the decoder the next slice of the chunk read last. A chunk that holds a whole
+    /// response (a fast server, or a slow reader) is decoded as its events are taken, a slice at
+    /// a time, so the events waiting decoded stay few.
+    fn feed_slice(&mut self) {
+        let slice = self.unfed.split_to(self.unfed.len().min(FEED_SLICE));
+        self.decoder.feed(&slice, &mut self.decoded);
         if !self.decoded.is_empty() {
             self.quiet_since = Instant::now();
         }
@@ -326,6 +348,7 @@ impl<D: StreamDecoder> Transport<D> {
             // Dropping the response closes its connection if the body is not finished.
             self.done = true;
             self.response = None;
+            self.unfed = Bytes::new();
         }
         self.pending.extend(self.decoded.drain(..));
     }

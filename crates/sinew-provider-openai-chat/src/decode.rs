@@ -26,7 +26,7 @@ struct Chunk<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    choices: Vec<Choice<'a>>,
+    choices: Choices<'a>,
     #[serde(default)]
     usage: Option<WireUsage>,
     /// Groq reports usage here.
@@ -35,6 +35,60 @@ struct Chunk<'a> {
     /// Some servers send errors as a chunk.
     #[serde(default)]
     error: Option<Value>,
+}
+
+/// A chunk's choices, the first inline: a chunk almost always has one, and a token's chunk then
+/// allocates nothing for it.
+#[derive(Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+struct Choices<'a> {
+    first: Option<Choice<'a>>,
+    rest: Vec<Choice<'a>>,
+}
+
+impl<'a> Choices<'a> {
+    fn push(&mut self, choice: Choice<'a>) {
+        if self.first.is_none() {
+            self.first = Some(choice);
+        } else {
+            self.rest.push(choice);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Choice<'a>> {
+        self.first.iter().chain(&self.rest)
+    }
+}
+
+impl<'a> IntoIterator for Choices<'a> {
+    type Item = Choice<'a>;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<Choice<'a>>, std::vec::IntoIter<Choice<'a>>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ChoicesVisitor<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for ChoicesVisitor<'a> {
+            type Value = Choices<'a>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of choices")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut choices = Choices::default();
+                while let Some(choice) = seq.next_element()? {
+                    choices.push(choice);
+                }
+                Ok(choices)
+            }
+        }
+        deserializer.deserialize_seq(ChoicesVisitor(PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -173,7 +227,7 @@ struct XGroq {
 /// nested objects, escapes, a known key twice), which serde reads.
 fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
     let mut scan = Scan::new(data)?;
-    let mut chunk = Chunk { model: None, choices: Vec::new(), usage: None, x_groq: None, error: None };
+    let mut chunk = Chunk { model: None, choices: Choices::default(), usage: None, x_groq: None, error: None };
     scan.fields::<3>(
         |key| match key {
             "choices" => Some(0),

@@ -27,9 +27,13 @@ use sinew::testing::mockllm::expected_text;
 use sinew::{Agent, StreamProvider};
 
 /// One agent's turns; returns the number of final texts that were right.
-async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, calls: Arc<AtomicUsize>) -> usize {
+async fn run_agent(
+    provider: Arc<dyn StreamProvider>,
+    options: Arc<Options>,
+    calls: Arc<AtomicUsize>,
+    expected: Arc<str>,
+) -> usize {
     let mut agent = Agent::with_provider_arc(provider, "mock-1").with_tool(counting_echo(calls));
-    let expected = expected_text(options.tokens);
     let mut right = 0;
     let long = options.workload == "long";
     let window = (options.turns / 2).min(100);
@@ -42,7 +46,7 @@ async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, cal
         }
         let outcome =
             agent.prompt(format!("tools={} tokens={} turn={turn}", options.tools, options.tokens)).finish().await;
-        if outcome.final_text().as_deref() == Some(expected.as_str()) {
+        if outcome.final_text().as_deref() == Some(&*expected) {
             right += 1;
         } else if let Some(error) = &outcome.error {
             eprintln!("turn {turn}: {error}");
@@ -56,6 +60,10 @@ async fn run_agent(provider: Arc<dyn StreamProvider>, options: Arc<Options>, cal
 
 fn main() {
     run_workload("e2e", |provider, options, calls, agents| {
-        (0..agents).map(|_| tokio::spawn(run_agent(provider.clone(), options.clone(), calls.clone()))).collect()
+        // The answer to check against, written once: not the client's work.
+        let expected: Arc<str> = expected_text(options.tokens).into();
+        (0..agents)
+            .map(|_| tokio::spawn(run_agent(provider.clone(), options.clone(), calls.clone(), expected.clone())))
+            .collect()
     });
 }

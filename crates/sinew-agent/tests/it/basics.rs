@@ -422,3 +422,39 @@ async fn the_session_id_is_the_cache_key() {
     let session = Some(agent.session_id().to_owned());
     assert_eq!(keys, [session.clone(), session]);
 }
+
+/// A response whose deltas are all ready at once is handed to the run's consumer as it is
+/// streamed: the run does not queue the whole answer's events before the first is taken.
+#[tokio::test]
+async fn a_response_ready_at_once_reaches_the_consumer_as_it_streams() {
+    use futures::StreamExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let mut response = MockResponse::new();
+    for i in 0..1_000 {
+        response = response.text_delta(format!("t{i} "));
+    }
+    let (agent, _) = agent([response]);
+    let emitted = Arc::new(AtomicUsize::new(0));
+    let counter = emitted.clone();
+    let mut hooks = Hooks::default();
+    hooks.on_event = Some(Arc::new(move |event: &AgentEvent| {
+        if matches!(event, AgentEvent::MessageUpdate { .. }) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    let mut agent = agent.with_hooks(hooks);
+    let mut run = agent.prompt("go");
+    let mut taken = Vec::new();
+    let mut emitted_at_first = None;
+    while let Some(event) = run.next().await {
+        if let AgentEvent::MessageUpdate { delta: StreamDelta::Text { delta, .. }, .. } = event {
+            emitted_at_first.get_or_insert(emitted.load(Ordering::Relaxed));
+            taken.push(delta);
+        }
+    }
+    let emitted_at_first = emitted_at_first.expect("deltas were streamed");
+    assert!(emitted_at_first <= 64, "{emitted_at_first} deltas were queued before the first was taken");
+    assert_eq!(taken.len(), 1_000, "every delta arrives, once");
+    assert_eq!(taken.concat(), (0..1_000).map(|i| format!("t{i} ")).collect::<String>(), "in order");
+}

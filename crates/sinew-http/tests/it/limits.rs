@@ -188,3 +188,49 @@ async fn a_day_long_retry_after_is_not_honoured() {
         .collect();
     assert_eq!(kinds, ["retry", "start", "delta", "end"]);
 }
+
+/// Records how many bytes each `feed` got, and ends with an empty message at the end of the body.
+struct Feeds(Arc<std::sync::Mutex<Vec<usize>>>);
+
+impl sinew_http::StreamDecoder for Feeds {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
+        self.0.lock().unwrap().push(bytes.len());
+        out.push(StreamEvent::Delta(sinew_core::StreamDelta::Text { index: 0, delta: "x".into() }));
+    }
+
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) {
+        out.push(StreamEvent::Done(AssistantMessage::new("p", "m")));
+    }
+
+    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+        out.push(StreamEvent::Error { error, partial: AssistantMessage::new("p", "m") });
+    }
+}
+
+/// A response that arrives whole (a fast server, or a reader that fell behind) is not decoded
+/// whole: the decoder gets it a few KiB at a time, as the events are taken, so the events waiting
+/// decoded stay few however large the chunk.
+#[tokio::test]
+async fn a_chunk_holding_many_events_is_decoded_a_slice_at_a_time() {
+    let body = "data: event\n\n".repeat(1_000);
+    let server = MockServer::scripted([ServedResponse::sse(body.clone())]).await;
+    let feeds = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let request = HttpRequest::post_json(server.url(), "{}");
+    let mut stream = sinew_http::stream_response(
+        sinew_http::HttpClient::new(),
+        Ok(request),
+        RetryConfig::none(),
+        Feeds(feeds.clone()),
+        CancellationToken::new(),
+    );
+    assert!(matches!(stream.next().await, Some(StreamEvent::Start)));
+    assert!(matches!(stream.next().await, Some(StreamEvent::Delta(_))));
+    // The first delta is out: one slice was fed, not the 13 KB chunk that holds it.
+    assert_eq!(feeds.lock().unwrap().len(), 1);
+    let rest: Vec<StreamEvent> = stream.collect().await;
+    assert!(matches!(rest.last(), Some(StreamEvent::Done(_))));
+    let feeds = feeds.lock().unwrap();
+    assert_eq!(feeds.iter().sum::<usize>(), body.len(), "every byte is fed, once");
+    assert!(feeds.iter().all(|&n| n <= 4 * 1024), "{feeds:?}");
+    assert!(feeds.len() >= body.len() / (4 * 1024), "{feeds:?}");
+}
