@@ -172,7 +172,9 @@ pub fn stream_authorized_response<D: StreamDecoder>(
         Ok(request) => state.request = Some(request),
         Err(error) => state.fail(error),
     }
-    futures::stream::unfold(state, |mut state| async move {
+    // Boxed: `unfold` moves its state in and out for every event, and the transport (the
+    // decoder and its message within) is large; a box moves as a pointer.
+    futures::stream::unfold(Box::new(state), |mut state| async move {
         loop {
             if let Some(event) = state.pending.pop_front() {
                 return Some((event, state));
