@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// `value` as compact JSON text, what `value.to_string()` gives, written straight into a buffer
 /// rather than through the `Display` machinery: request bodies hold whole histories, and tool
@@ -66,59 +66,51 @@ pub fn write(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
     let _ = serde_json::to_writer(out, value);
 }
 
-/// A JSON object written from parts, for request bodies whose history array is written apart
-/// (resumed from bytes kept of an earlier request): the members of `before` and of `after` (each
-/// a serialized object, `{...}`), with `key` between them holding an array of the `items` written
-/// one after the other (each element followed by a comma; the last comma is dropped).
+/// The start of a request body whose history array a [`WirePrefix`] writes in place: `{`, the
+/// members of `before` (a serialized object, `{...}`), then `"key":[`. [`array_closing`] ends it.
 ///
 /// ```
-/// use sinew_http::json::object_with_array;
+/// use sinew_http::json::{array_closing, array_opening};
 ///
-/// let body = object_with_array(br#"{"model":"m"}"#, "messages", &[b"1,", b"2,"], br#"{"stream":true}"#);
+/// let mut body = array_opening(br#"{"model":"m"}"#, "messages");
+/// body.extend_from_slice(b"1,2");
+/// body.extend_from_slice(&array_closing(br#"{"stream":true}"#));
 /// assert_eq!(body, br#"{"model":"m","messages":[1,2],"stream":true}"#);
-/// assert_eq!(object_with_array(b"{}", "contents", &[b""], b"{}"), br#"{"contents":[]}"#);
+/// assert_eq!([array_opening(b"{}", "contents"), array_closing(b"{}")].concat(), br#"{"contents":[]}"#);
 /// ```
-pub fn object_with_array(before: &[u8], key: &str, items: &[&[u8]], after: &[u8]) -> Vec<u8> {
-    // What is between an object's braces.
-    let members =
-        |object: &'_ [u8]| -> Vec<u8> { object.get(1..object.len().saturating_sub(1)).unwrap_or_default().to_vec() };
-    let (before, after) = (members(before), members(after));
-    let length = items.iter().map(|item| item.len()).sum::<usize>();
-    let mut body = Vec::with_capacity(before.len() + key.len() + length + after.len() + 8);
-    body.push(b'{');
+///
+/// [`WirePrefix`]: sinew_core::WirePrefix
+pub fn array_opening(before: &[u8], key: &str) -> Vec<u8> {
+    let before = members(before);
+    let mut opening = Vec::with_capacity(before.len() + key.len() + 6);
+    opening.push(b'{');
     if !before.is_empty() {
-        body.extend_from_slice(&before);
-        body.push(b',');
+        opening.extend_from_slice(before);
+        opening.push(b',');
     }
-    body.push(b'"');
-    body.extend_from_slice(key.as_bytes());
-    body.extend_from_slice(b"\":[");
-    for item in items {
-        body.extend_from_slice(item);
-    }
-    if body.last() == Some(&b',') {
-        body.pop();
-    }
-    body.push(b']');
-    if !after.is_empty() {
-        body.push(b',');
-        body.extend_from_slice(&after);
-    }
-    body.push(b'}');
-    body
+    opening.push(b'"');
+    opening.extend_from_slice(key.as_bytes());
+    opening.extend_from_slice(b"\":[");
+    opening
 }
 
-/// [`object_with_array`] for the other members as a JSON object, whose keys serde_json writes
-/// sorted: `key` goes where it sorts among them.
-pub fn sorted_object_with_array(mut members: Map<String, Value>, key: &str, items: &[&[u8]]) -> Vec<u8> {
-    let mut before = Map::new();
-    let earlier: Vec<String> = members.keys().filter(|member| member.as_str() < key).cloned().collect();
-    for member in earlier {
-        if let Some(value) = members.remove(&member) {
-            before.insert(member, value);
-        }
+/// The end of a body [`array_opening`] started: `]`, the members of `after` (a serialized
+/// object), `}`.
+pub fn array_closing(after: &[u8]) -> Vec<u8> {
+    let after = members(after);
+    let mut closing = Vec::with_capacity(after.len() + 3);
+    closing.push(b']');
+    if !after.is_empty() {
+        closing.push(b',');
+        closing.extend_from_slice(after);
     }
-    object_with_array(&bytes(&Value::Object(before)), key, items, &bytes(&Value::Object(members)))
+    closing.push(b'}');
+    closing
+}
+
+/// What is between a serialized object's braces.
+fn members(object: &[u8]) -> &[u8] {
+    object.get(1..object.len().saturating_sub(1)).unwrap_or_default()
 }
 
 /// A request body a builder wrote, read back as a tree (for a builder's `body()`, which snapshot

@@ -1,5 +1,6 @@
 //! The `/v1/messages` request, built from a [`StreamRequest`] (pure: no I/O).
 
+use bytes::Bytes;
 use std::fmt;
 
 use serde::Serialize;
@@ -96,7 +97,7 @@ pub(crate) fn checked_request(
     Ok(http_request(config, body))
 }
 
-fn http_request(config: &AnthropicConfig, body: Vec<u8>) -> HttpRequest {
+fn http_request(config: &AnthropicConfig, body: Bytes) -> HttpRequest {
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
         ("accept".to_owned(), "text/event-stream".to_owned()),
@@ -116,7 +117,7 @@ fn http_request(config: &AnthropicConfig, body: Vec<u8>) -> HttpRequest {
         method: http::Method::POST,
         url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
         headers,
-        body: body.into(),
+        body,
     }
 }
 
@@ -137,12 +138,13 @@ fn message_format(request: &StreamRequest<'_>) -> u64 {
 /// The body, written straight from borrowed wire structs (the history is resent every turn, so no
 /// `Value` tree is built for it), its messages resumed after those `prefix` holds (see
 /// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
-fn body_bytes(config: &AnthropicConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+fn body_bytes(config: &AnthropicConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Bytes, WirePrefix) {
     let (head, rest) = wire_body(config, request);
     let head = serde_json::to_vec(&head).unwrap_or_default();
     let rest = serde_json::to_vec(&rest).unwrap_or_default();
+    prefix.open(&sinew_http::json::array_opening(&head, "messages"));
     write_messages(request.messages, request.cache_breakpoints().message, kept_messages(request), &mut prefix);
-    let body = sinew_http::json::object_with_array(&head, "messages", &[prefix.bytes()], &rest);
+    let body = prefix.close(&sinew_http::json::array_closing(&rest));
     (body, prefix)
 }
 

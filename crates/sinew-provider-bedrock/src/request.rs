@@ -1,6 +1,7 @@
 //! The ConverseStream request, built from a [`StreamRequest`], and its SigV4 signature (pure:
 //! the time and the credentials are inputs).
 
+use bytes::Bytes;
 use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -208,7 +209,7 @@ pub(crate) fn checked_request(
     Ok(unsigned_request(config, request, body))
 }
 
-fn unsigned_request(config: &BedrockConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
+fn unsigned_request(config: &BedrockConfig, request: &StreamRequest<'_>, body: Bytes) -> HttpRequest {
     let url = format!(
         "{}/model/{}/converse-stream",
         config.endpoint.trim_end_matches('/'),
@@ -247,13 +248,14 @@ fn resumable_within(request: &StreamRequest<'_>) -> usize {
 /// The body, written straight from borrowed wire structs (the history is resent every turn, so no
 /// `Value` tree is built for it), `messages` resumed after those `prefix` holds (see
 /// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
-fn body_bytes(request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+fn body_bytes(request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Bytes, WirePrefix) {
     let before_cache_point =
         if caches_messages(request) { request.messages.len().saturating_sub(2) } else { request.messages.len() };
     let cache = cache_points(request);
+    prefix.open(&sinew_http::json::array_opening(b"{}", "messages"));
     write_messages(request.messages, cache.message, before_cache_point, &mut prefix);
     let rest = sinew_http::json::bytes(&wire_body(request, cache));
-    let body = sinew_http::json::object_with_array(b"{}", "messages", &[prefix.bytes()], &rest);
+    let body = prefix.close(&sinew_http::json::array_closing(&rest));
     (body, prefix)
 }
 

@@ -1,6 +1,7 @@
 //! The `streamGenerateContent` request, built from a [`StreamRequest`] (pure: no I/O), for the
 //! Gemini API and Vertex AI.
 
+use bytes::Bytes;
 use std::borrow::Cow;
 
 use serde::Serialize;
@@ -100,7 +101,7 @@ pub(crate) fn checked_request(
     Ok(http_request(config, request, body))
 }
 
-fn http_request(config: &GeminiConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
+fn http_request(config: &GeminiConfig, request: &StreamRequest<'_>, body: Bytes) -> HttpRequest {
     if request.cache_config.has_manual_breakpoints() {
         tracing::debug!(service = "Gemini", "the service caches by itself: the cache breakpoints are ignored");
     }
@@ -128,10 +129,11 @@ fn is_gemini3(model: &str) -> bool {
 /// The body, written straight from borrowed wire structs (the history is resent every turn, so no
 /// `Value` tree is built for it), `contents` resumed after the messages `prefix` holds (see
 /// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
-fn body_bytes(config: &GeminiConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+fn body_bytes(config: &GeminiConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Bytes, WirePrefix) {
+    prefix.open(&sinew_http::json::array_opening(b"{}", "contents"));
     write_contents(config, request, &mut prefix);
     let rest = sinew_http::json::bytes(&wire_body(request));
-    let body = sinew_http::json::object_with_array(b"{}", "contents", &[prefix.bytes()], &rest);
+    let body = prefix.close(&sinew_http::json::array_closing(&rest));
     (body, prefix)
 }
 

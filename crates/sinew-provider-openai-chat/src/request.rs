@@ -1,6 +1,7 @@
 //! The `/chat/completions` request, built from a [`StreamRequest`] (pure: no I/O), with the knobs
 //! compatible servers need.
 
+use bytes::Bytes;
 use std::borrow::Cow;
 
 use serde::Serialize;
@@ -214,7 +215,7 @@ pub(crate) fn checked_request(
     Ok(http_request(config, request, body))
 }
 
-fn http_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
+fn http_request(config: &OpenAiChatConfig, request: &StreamRequest<'_>, body: Bytes) -> HttpRequest {
     if request.cache_config.has_manual_breakpoints() {
         tracing::debug!(
             service = "Chat Completions",
@@ -239,21 +240,23 @@ pub fn body(config: &OpenAiChatConfig, request: &StreamRequest<'_>) -> Value {
 /// `Value` tree is built for it), its messages resumed after those `prefix` holds: a long
 /// conversation is not serialized again whole. Returns the body and the prefix of this request's
 /// messages, for the history's cache.
-fn body_bytes(config: &OpenAiChatConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
+fn body_bytes(config: &OpenAiChatConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Bytes, WirePrefix) {
     // Every field but the model and the messages; it always holds `"stream"`.
     let rest = serde_json::to_vec(&wire_body(config, request)).unwrap_or_default();
-    write_messages(config, request.messages, &mut prefix);
-    let mut system = Vec::new();
+    let model = serde_json::to_vec(&json!({"model": request.model})).unwrap_or_default();
+    // The system message opens the array, before the history.
+    let mut opening = sinew_http::json::array_opening(&model, "messages");
     if !request.system_prompt.is_empty() {
         let role = match config.system_role {
             SystemRole::System => "system",
             SystemRole::Developer => "developer",
         };
-        write_json(&mut system, &WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
-        system.push(b',');
+        write_json(&mut opening, &WireMessage::new(role, WireContent::Text(Cow::Borrowed(request.system_prompt))));
+        opening.push(b',');
     }
-    let model = serde_json::to_vec(&json!({"model": request.model})).unwrap_or_default();
-    let body = sinew_http::json::object_with_array(&model, "messages", &[&system, prefix.bytes()], &rest);
+    prefix.open(&opening);
+    write_messages(config, request.messages, &mut prefix);
+    let body = prefix.close(&sinew_http::json::array_closing(&rest));
     (body, prefix)
 }
 

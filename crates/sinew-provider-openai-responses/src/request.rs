@@ -4,6 +4,7 @@
 //! provider's own reasoning items (id, summary, `encrypted_content`) and item ids carried back
 //! so reasoning models keep their chain of thought across tool calls.
 
+use bytes::Bytes;
 use std::borrow::Cow;
 
 use serde::Serialize;
@@ -110,7 +111,7 @@ pub(crate) fn checked_request(
     Ok(http_request(config, request, body))
 }
 
-fn http_request(config: &ResponsesConfig, request: &StreamRequest<'_>, body: Vec<u8>) -> HttpRequest {
+fn http_request(config: &ResponsesConfig, request: &StreamRequest<'_>, body: Bytes) -> HttpRequest {
     if request.cache_config.has_manual_breakpoints() {
         tracing::debug!(
             service = "The Responses API",
@@ -136,15 +137,12 @@ fn message_format(config: &ResponsesConfig) -> u64 {
 /// The body, written straight from borrowed wire structs (the history is resent every turn, so no
 /// `Value` tree is built for it), `input` resumed after the messages `prefix` holds (see
 /// [`sinew_core::wire`]). Returns the body and the prefix of this request's messages.
-fn body_bytes(config: &ResponsesConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Vec<u8>, WirePrefix) {
-    write_input(config, request.messages, &mut prefix);
+fn body_bytes(config: &ResponsesConfig, request: &StreamRequest<'_>, mut prefix: WirePrefix) -> (Bytes, WirePrefix) {
     let head = Head { model: request.model, instructions: Some(request.system_prompt).filter(|s| !s.is_empty()) };
-    let body = sinew_http::json::object_with_array(
-        &sinew_http::json::bytes(&head),
-        "input",
-        &[prefix.bytes()],
-        &sinew_http::json::bytes(&wire_body(config, request)),
-    );
+    prefix.open(&sinew_http::json::array_opening(&sinew_http::json::bytes(&head), "input"));
+    write_input(config, request.messages, &mut prefix);
+    let rest = sinew_http::json::bytes(&wire_body(config, request));
+    let body = prefix.close(&sinew_http::json::array_closing(&rest));
     (body, prefix)
 }
 

@@ -258,7 +258,8 @@ fn events_handed_out_borrowed_reuse_one_buffer_but_not_a_large_one() {
     decoder.feed_with(big.as_bytes(), |e| seen.push(SseEvent { data: e.data.len().to_string(), ..e.clone() })).unwrap();
     assert!(decoder.pending.data.capacity() <= KEPT_DATA_BYTES, "a large event's buffer is let go");
     decoder.feed_with(b"data: small\n\n", |e| seen.push(e.clone())).unwrap();
-    let seen: Vec<(&str, &str, &str)> = seen.iter().map(|e| (e.event.as_str(), e.data.as_str(), e.id.as_str())).collect();
+    let seen: Vec<(&str, &str, &str)> =
+        seen.iter().map(|e| (e.event.as_str(), e.data.as_str(), e.id.as_str())).collect();
     assert_eq!(
         seen,
         [("a", "one", "1"), ("message", "two", "1"), ("message", "100000", "1"), ("message", "small", "1")]

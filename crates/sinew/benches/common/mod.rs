@@ -82,14 +82,14 @@ pub(crate) fn options() -> Options {
     o
 }
 
-/// The process's CPU seconds at the marks `long` sets: its start, the end of its first window,
-/// the start of its last window, its end.
-static CPU_MARKS: std::sync::Mutex<Vec<f64>> = std::sync::Mutex::new(Vec::new());
+/// The process's CPU seconds (user + system, and user alone) at the marks `long` sets: its start,
+/// the end of its first window, the start of its last window, its end.
+static CPU_MARKS: std::sync::Mutex<Vec<(f64, f64)>> = std::sync::Mutex::new(Vec::new());
 
 /// Records the CPU seconds so far (`long`'s windows).
 #[allow(dead_code, reason = "`bench e2e` marks; `bench adk`, which shares this module, has no `long`")]
 pub(crate) fn mark_cpu() {
-    CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(cpu_seconds());
+    CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((cpu_seconds(), user_cpu_seconds()));
 }
 
 pub(crate) fn fail(message: &str) -> ! {
@@ -111,15 +111,34 @@ pub(crate) fn counting_echo(calls: Arc<AtomicUsize>) -> FnTool {
 /// microsecond: `/proc/self/stat` counts in hundredths, too coarse for a 0.06 s workload.
 #[cfg(unix)]
 pub(crate) fn cpu_seconds() -> f64 {
+    let (user, system) = rusage_seconds();
+    user + system
+}
+
+/// The user part of [`cpu_seconds`]: the client's own code, without the kernel's (which, for a
+/// long conversation, is mostly sending its history on every call).
+#[cfg(unix)]
+pub(crate) fn user_cpu_seconds() -> f64 {
+    rusage_seconds().0
+}
+
+#[cfg(unix)]
+fn rusage_seconds() -> (f64, f64) {
     use nix::sys::resource::{UsageWho, getrusage};
-    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return 0.0 };
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_SELF) else { return (0.0, 0.0) };
     let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-    seconds(usage.user_time()) + seconds(usage.system_time())
+    (seconds(usage.user_time()), seconds(usage.system_time()))
 }
 
 /// No CPU reading off unix: the figures read 0.
 #[cfg(not(unix))]
 pub(crate) fn cpu_seconds() -> f64 {
+    0.0
+}
+
+/// No CPU reading off unix: the figures read 0.
+#[cfg(not(unix))]
+pub(crate) fn user_cpu_seconds() -> f64 {
     0.0
 }
 
@@ -229,11 +248,17 @@ where
     let marks = CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     if let [start, first_end, last_start, end] = marks[..] {
         let window = (options.turns / 2).min(100);
-        let (first, last) = (per_turn_us(first_end - start, window), per_turn_us(end - last_start, window));
+        let per_turn = |from: f64, to: f64| per_turn_us(to - from, window);
+        let (first, last) = (per_turn(start.0, first_end.0), per_turn(last_start.0, end.0));
+        let (first_user, last_user) = (per_turn(start.1, first_end.1), per_turn(last_start.1, end.1));
         println!("CPU per turn: first {window} turns {first} µs, last {window} turns {last} µs");
+        println!("  of which user: first {first_user} µs, last {last_user} µs");
         result["first_turns_cpu_per_turn_us"] = json!(first);
         result["last_turns_cpu_per_turn_us"] = json!(last);
         result["last_over_first"] = json!((last / first.max(1.0) * 100.0).round() / 100.0);
+        result["first_turns_user_cpu_per_turn_us"] = json!(first_user);
+        result["last_turns_user_cpu_per_turn_us"] = json!(last_user);
+        result["user_last_over_first"] = json!((last_user / first_user.max(1.0) * 100.0).round() / 100.0);
     }
     println!("RESULT {result}");
     if !ok {
