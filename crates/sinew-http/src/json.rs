@@ -356,6 +356,29 @@ pub struct Scan<'a> {
     at: usize,
 }
 
+/// Where a string's text ends: at the first `"` or control character, read eight bytes at a time
+/// (most strings here are keys, ids and tokens, too short for a vector search to pay).
+fn string_length(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for word in &mut words {
+        let mut eight = [0; 8];
+        eight.copy_from_slice(word);
+        let x = u64::from_le_bytes(eight);
+        let quotes = x ^ (ONES * u64::from(b'"'));
+        // A byte's high bit is set where it is zero (a quote), or below 0x20; the lowest set bit
+        // is always a true match (a false one only follows a true one).
+        let found = ((quotes.wrapping_sub(ONES) & !quotes) | (x.wrapping_sub(ONES * 0x20) & !x)) & HIGHS;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words.remainder().iter().position(|&b| b == b'"' || b < 0x20).map(|i| at + i)
+}
+
 impl<'a> Scan<'a> {
     /// A reader of `text`; `None` when it holds a backslash (escapes are read the general way).
     pub fn new(text: &'a str) -> Option<Self> {
@@ -403,8 +426,7 @@ impl<'a> Scan<'a> {
     /// A string without escapes or control characters, borrowed from the text.
     pub fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
-        // Most strings here are keys and tokens, a few bytes long: a plain loop beats a search.
-        let length = self.rest().iter().position(|&b| b == b'"' || b < 0x20)?;
+        let length = string_length(self.rest())?;
         if self.rest().get(length) != Some(&b'"') {
             return None;
         }

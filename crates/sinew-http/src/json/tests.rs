@@ -264,3 +264,24 @@ fn scan_refuses_what_it_does_not_read() {
     let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
     assert!(skips_whole(&nested(16)) && !skips_whole(&nested(17)));
 }
+
+proptest::proptest! {
+    /// The word-at-a-time search finds what a byte-at-a-time one does: the first quote or control
+    /// character, in any text (UTF-8 sequences and every byte value around the bounds included).
+    #[test]
+    fn a_string_ends_where_a_plain_search_says(
+        bytes in proptest::collection::vec(
+            proptest::prop_oneof![
+                1 => proptest::strategy::Just(b'"'),
+                1 => 0_u8..0x20,
+                10 => 0x1e_u8..0x24,
+                10 => 0x7e_u8..=0xff,
+                20 => proptest::strategy::Just(b'a'),
+            ],
+            0..64,
+        )
+    ) {
+        let plain = bytes.iter().position(|&b| b == b'"' || b < 0x20);
+        proptest::prop_assert_eq!(string_length(&bytes), plain);
+    }
+}
