@@ -9,8 +9,9 @@
 //! earlier request, marks the points it can resume from (after a message whose bytes depend on
 //! nothing that follows), and gives the prefix back. A provider that does not ignores the cache.
 //!
-//! The cache holds a second copy of the history as the last provider that used it wrote it
-//! (images as base64 included), for as long as the history lives.
+//! The cache holds the last request body written, the history as the last provider that used it
+//! wrote it (images as base64 included) with the request's other fields, for as long as the
+//! history lives; while the request is sent, the body and the cache share those bytes.
 //!
 //! [`StreamRequest::resume_messages`]: crate::StreamRequest::resume_messages
 //!
@@ -183,8 +184,9 @@ impl WirePrefix {
         body.get(self.start..end).unwrap_or_default()
     }
 
-    /// The body being written: its opening, then the messages; append the next message's bytes,
-    /// each followed by a comma, and mark them.
+    /// The body being written: its opening, then the messages. Only append to it: the next
+    /// message's bytes, each followed by a comma, then mark them (a prefix whose bytes were cut
+    /// below its marks is dropped and written again whole).
     pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
         self.reopen()
     }
@@ -193,6 +195,7 @@ impl WirePrefix {
     /// whatever comes in it before the history): the kept messages follow it. An opening other
     /// than the one they were written after costs one copy of them.
     pub fn open(&mut self, opening: &[u8]) {
+        self.drop_if_cut();
         let start = self.start;
         let buffer = self.reopen();
         if buffer.get(..start) == Some(opening) {
@@ -235,10 +238,20 @@ impl WirePrefix {
 
     /// Cuts back to the last mark within the first `messages` messages.
     fn cut(&mut self, messages: usize) {
+        self.drop_if_cut();
         let keep = self.marks.partition_point(|&(count, _)| count <= messages);
         self.marks.truncate(keep);
         let end = self.marks.last().map_or(self.start, |&(_, end)| end);
         self.reopen().truncate(end);
+    }
+
+    /// Starts again from nothing if the bytes were cut below the opening or a mark (only appending
+    /// is allowed): what the marks claim is written must be there.
+    fn drop_if_cut(&mut self) {
+        let claimed = self.marks.last().map_or(self.start, |&(_, end)| end).max(self.start);
+        if self.reopen().len() < claimed {
+            *self = WirePrefix::new(self.format);
+        }
     }
 
     /// The buffer to write in: a closed body's bytes taken back (copied only while the body is
@@ -379,5 +392,20 @@ mod tests {
         // The marks moved with the messages: cutting back to one keeps exactly the first.
         let prefix = cache.take(1, 1);
         assert_eq!((prefix.messages(), prefix.bytes()), (1, &br#"{"m":0},"#[..]));
+    }
+
+    #[test]
+    fn bytes_cut_below_the_marks_are_written_again_whole() {
+        let cache = WireCache::default();
+        drop(body_of(&cache, b"{\"messages\":[", 0..2));
+        let mut prefix = cache.take(1, 2);
+        assert_eq!(prefix.messages(), 2);
+        prefix.bytes_mut().truncate(5);
+        cache.keep(prefix);
+        let mut prefix = cache.take(1, 2);
+        assert_eq!(prefix.messages(), 0, "the marks claimed bytes that are gone");
+        prefix.open(b"{\"messages\":[");
+        prefix.bytes_mut().extend_from_slice(b"{\"m\":0},");
+        assert_eq!(&prefix.close(b"]}")[..], br#"{"messages":[{"m":0}]}"#);
     }
 }

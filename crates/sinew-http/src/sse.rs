@@ -16,7 +16,8 @@ use std::time::Duration;
 /// real events (a Gemini image inline, a long tool call's arguments in one piece) are far below.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
-/// The data buffer kept from one event to the next; a larger one is let go after its event.
+/// The data buffer (and the split-line buffer) kept from one event to the next; a larger one is
+/// let go after its event.
 const KEPT_DATA_BYTES: usize = 64 * 1024;
 
 /// An event, or a line, grew past the decoder's bound.
@@ -154,9 +155,11 @@ impl SseDecoder {
                 self.line.extend_from_slice(&rest[..end]);
                 let line = std::mem::take(&mut self.line);
                 self.process_line(&line, out);
-                // Keep the allocation for the next split line.
-                self.line = line;
-                self.line.clear();
+                // Keep the allocation for the next split line, unless one long line grew it.
+                if line.capacity() <= KEPT_DATA_BYTES {
+                    self.line = line;
+                    self.line.clear();
+                }
             }
             if self.too_large {
                 return;

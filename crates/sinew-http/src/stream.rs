@@ -17,7 +17,8 @@ use crate::credentials::Authorizer;
 use crate::request::HttpRequest;
 use crate::retry::{Failure, log_retry};
 
-/// The bytes of a chunk fed to the decoder at once: a few dozen events.
+/// The bytes of a chunk fed to the decoder at once (then to the end of the line): a few dozen
+/// events.
 const FEED_SLICE: usize = 4 * 1024;
 
 /// A pure, incremental decoder of one streamed response body.
@@ -333,7 +334,13 @@ impl<D: StreamDecoder> Transport<D> {
     /// response (a fast server, or a slow reader) is decoded as its events are taken, a slice at
     /// a time, so the events waiting decoded stay few.
     fn feed_slice(&mut self) {
-        let slice = self.unfed.split_to(self.unfed.len().min(FEED_SLICE));
+        // To the end of a line, so that a slice does not split an event's line (which the SSE
+        // decoder would then copy): a chunk is at most the client's read buffer anyway.
+        let length = match self.unfed.get(FEED_SLICE..) {
+            Some(after) => memchr::memchr(b'\n', after).map_or(self.unfed.len(), |at| FEED_SLICE + at + 1),
+            None => self.unfed.len(),
+        };
+        let slice = self.unfed.split_to(length);
         self.decoder.feed(&slice, &mut self.decoded);
         if !self.decoded.is_empty() {
             self.quiet_since = Instant::now();

@@ -10,7 +10,8 @@
 //! runs N turns (200) with one agent, each in a fresh conversation, as the peers were measured;
 //! `conc` runs A agents (100) of N continued turns (5) each at once; `long` runs one conversation
 //! of N continued turns (1,000) and reports the CPU per turn of its first and last 100 turns,
-//! which a linear history keeps close. The mock model
+//! which a linear history keeps close, and the user part alone (the kernel's part grows with the
+//! history every call sends). The mock model
 //! (`sinew-mockllm`, started here unless `--base-url` is given) runs in its own process, so the
 //! CPU time reported is the client's alone. The last line is `RESULT {json}`; the exit status is
 //! non-zero when a tool call or a final text is missing.

@@ -253,7 +253,11 @@ proptest! {
 fn events_handed_out_borrowed_reuse_one_buffer_but_not_a_large_one() {
     let mut decoder = SseDecoder::new();
     let mut seen = Vec::new();
+    let mut buffers = Vec::new();
     decoder.feed_with(b"event: a\nid: 1\ndata: one\n\ndata: two\n\n", |e| seen.push(e.clone())).unwrap();
+    buffers.push(decoder.pending.data.as_ptr());
+    decoder.feed_with(b"data: three\n\n", |e| buffers.push(e.data.as_ptr())).unwrap();
+    assert_eq!(buffers[0], buffers[1], "one buffer serves the events that fit it");
     let big = format!("data: {}\n\n", "x".repeat(100_000));
     decoder.feed_with(big.as_bytes(), |e| seen.push(SseEvent { data: e.data.len().to_string(), ..e.clone() })).unwrap();
     assert!(decoder.pending.data.capacity() <= KEPT_DATA_BYTES, "a large event's buffer is let go");
