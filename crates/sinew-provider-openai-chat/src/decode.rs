@@ -69,25 +69,14 @@ impl<'a> IntoIterator for Choices<'a> {
     }
 }
 
+/// Through a `Vec`: serde reads only the chunks [`scanned_chunk`] leaves (tool calls, errors).
 impl<'de: 'a, 'a> Deserialize<'de> for Choices<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ChoicesVisitor<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for ChoicesVisitor<'a> {
-            type Value = Choices<'a>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a list of choices")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut choices = Choices::default();
-                while let Some(choice) = seq.next_element()? {
-                    choices.push(choice);
-                }
-                Ok(choices)
-            }
+        let mut choices = Choices::default();
+        for choice in Vec::<Choice<'a>>::deserialize(deserializer)? {
+            choices.push(choice);
         }
-        deserializer.deserialize_seq(ChoicesVisitor(PhantomData))
+        Ok(choices)
     }
 }
 

@@ -237,3 +237,42 @@ async fn a_chunk_holding_many_events_is_decoded_a_slice_at_a_time() {
     assert!(feeds.iter().all(|&n| n <= 4 * 1024 + line), "{feeds:?}");
     assert!(feeds.len() >= body.len() / (4 * 1024 + line), "{feeds:?}");
 }
+
+/// Ends the message at the first bytes it is fed, and records every feed.
+struct EndsAtOnce(Arc<std::sync::Mutex<Vec<usize>>>);
+
+impl sinew_http::StreamDecoder for EndsAtOnce {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) {
+        let mut feeds = self.0.lock().unwrap();
+        feeds.push(bytes.len());
+        if feeds.len() == 1 {
+            out.push(StreamEvent::Done(AssistantMessage::new("p", "m")));
+        }
+    }
+
+    fn finish(&mut self, _: &mut Vec<StreamEvent>) {
+        self.0.lock().unwrap().push(0);
+    }
+
+    fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
+        out.push(StreamEvent::Error { error, partial: AssistantMessage::new("p", "m") });
+    }
+}
+
+/// What is left of a chunk once the message ended is dropped, not fed: the decoder sees nothing
+/// after its terminal event, and the stream ends.
+#[tokio::test]
+async fn the_rest_of_a_chunk_after_the_end_is_not_fed() {
+    let server = MockServer::scripted([ServedResponse::sse("data: event\n\n".repeat(1_000))]).await;
+    let feeds = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stream = sinew_http::stream_response(
+        sinew_http::HttpClient::new(),
+        Ok(HttpRequest::post_json(server.url(), "{}")),
+        RetryConfig::none(),
+        EndsAtOnce(feeds.clone()),
+        CancellationToken::new(),
+    );
+    let events: Vec<StreamEvent> = stream.collect().await;
+    assert!(matches!(events.last(), Some(StreamEvent::Done(_))), "{events:?}");
+    assert_eq!(feeds.lock().unwrap().len(), 1, "fed once, then nothing: {:?}", feeds.lock().unwrap());
+}
