@@ -828,9 +828,12 @@ impl<'a> AgentRun<'a> {
         AgentRun { future: Some(future), queue, ready: VecDeque::new(), outcome: None, cancel: None }
     }
 
-    /// Drives the run to its end, discarding events, and returns its outcome.
+    /// Drives the run to its end, discarding events, and returns its outcome. Events no hook
+    /// observes are then not built at all (the run copies no message into them).
     pub async fn finish(mut self) -> LoopOutcome {
         use futures::StreamExt;
+        self.queue.discard();
+        self.ready.clear();
         while self.next().await.is_some() {}
         self.outcome.take().expect("a finished run has an outcome")
     }

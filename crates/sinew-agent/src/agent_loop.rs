@@ -232,7 +232,9 @@ pub(crate) async fn run(
         cancel,
         deadline: config.execution_limits.and_then(|limits| Instant::now().checked_add(limits.max_duration)),
         tools: context.tools.iter().map(|t| t.definition()).collect(),
-        new_messages: Vec::new(),
+        new_from: context.messages.len(),
+        compacted_new: Vec::new(),
+        called_a_tool: false,
         usage: Usage::default(),
         tracker: config.execution_limits.map(ExecutionTracker::new),
         turn: 0,
@@ -253,13 +255,13 @@ pub(crate) async fn run(
     if let Some(before_loop) = &config.hooks.before_loop
         && !before_loop(context)
     {
-        return run.finish(EndReason::Stopped);
+        return run.finish(context, EndReason::Stopped);
     }
     // A provider would reject the request: say why before calling it.
     if let Err(reason) = sinew_core::check_tool_names(run.tools.iter().map(|t| t.name.as_str())) {
         tracing::error!(%reason, "the run's tools cannot be offered to a model");
         run.error = Some(reason);
-        return run.finish(EndReason::Failed);
+        return run.finish(context, EndReason::Failed);
     }
     run.emitter.emit(AgentEvent::AgentStart {
         agent_id: context.agent_id.as_deref().unwrap_or_default().into(),
@@ -309,7 +311,19 @@ pub(crate) async fn run(
     .await;
     span.record("gen_ai.usage.input_tokens", run.usage.prompt_tokens());
     span.record("gen_ai.usage.output_tokens", run.usage.output);
-    run.finish(reason)
+    run.finish(context, reason)
+}
+
+/// A turn whose messages are in the history, for [`Run::end_turn`] to announce.
+struct TurnEnded {
+    /// The tokens the turn's answer used.
+    tokens: u64,
+    /// The answer and its results, for `TurnEnd`, when the run's events are observed.
+    announced: Option<(AssistantMessage, Vec<ToolResultMessage>)>,
+}
+
+fn turn_tokens(message: &AssistantMessage) -> u64 {
+    message.usage.total_tokens.max(message.usage.input.saturating_add(message.usage.output))
 }
 
 /// The state of one run.
@@ -320,7 +334,13 @@ struct Run<'a> {
     /// When `max_duration` runs out: a model call or a tool batch still running then is cut.
     deadline: Option<Instant>,
     tools: Vec<ToolDefinition>,
-    new_messages: Vec<AgentMessage>,
+    /// Where this run's messages begin in the history: they are kept there alone, and copied out
+    /// once, at the end.
+    new_from: usize,
+    /// This run's messages that a compaction took out of the history, moved here whole.
+    compacted_new: Vec<AgentMessage>,
+    /// A model answer of this run called a tool.
+    called_a_tool: bool,
     usage: Usage,
     tracker: Option<ExecutionTracker>,
     turn: usize,
@@ -335,19 +355,23 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn finish(self, reason: EndReason) -> LoopOutcome {
-        self.emitter.emit(AgentEvent::AgentEnd {
-            loop_id: self.emitter.loop_id(),
-            messages: self.new_messages.clone(),
-            reason,
-        });
+    fn finish(self, context: &AgentContext, reason: EndReason) -> LoopOutcome {
+        let mut messages = self.compacted_new;
+        messages.extend_from_slice(context.messages.get(self.new_from..).unwrap_or_default());
+        if self.emitter.observed() {
+            self.emitter.emit(AgentEvent::AgentEnd {
+                loop_id: self.emitter.loop_id(),
+                messages: messages.clone(),
+                reason,
+            });
+        }
         if let Some(after_loop) = &self.config.hooks.after_loop {
-            after_loop(&self.new_messages, &self.usage);
+            after_loop(&messages, &self.usage);
         }
         LoopOutcome {
             loop_id: self.emitter.loop_id.to_string(),
             reason,
-            messages: self.new_messages,
+            messages,
             usage: self.usage,
             error: self.error,
             suspension: self.suspension,
@@ -388,37 +412,54 @@ impl Run<'_> {
     }
 
     fn append(&mut self, context: &mut AgentContext, message: AgentMessage) {
-        let reported = message.as_assistant().is_some();
-        context.messages.push(message.clone());
-        self.new_messages.push(message);
+        let reported =
+            message.as_assistant().inspect(|m| self.called_a_tool |= m.tool_calls().next().is_some()).is_some();
+        context.messages.push(message);
         if reported {
             self.context_size.record(&context.messages, context.messages.len() - 1);
         }
     }
 
     fn emit_message(&self, message: &AgentMessage) {
+        if !self.emitter.observed() {
+            return;
+        }
         let loop_id = self.emitter.loop_id();
         self.emitter.emit(AgentEvent::MessageStart { loop_id: Arc::clone(&loop_id), message: message.clone() });
         self.emitter.emit(AgentEvent::MessageEnd { loop_id, message: message.clone() });
     }
 
-    /// Appends tool results in call order, announcing each.
-    fn append_results(&mut self, context: &mut AgentContext, results: &[ToolResultMessage]) {
+    /// Appends a turn's answer and its tool results in call order, announcing each result.
+    /// Returns the turn's end, for [`Run::end_turn`].
+    fn append_turn(
+        &mut self,
+        context: &mut AgentContext,
+        assistant: AssistantMessage,
+        results: Vec<ToolResultMessage>,
+    ) -> TurnEnded {
+        let ended = TurnEnded {
+            tokens: turn_tokens(&assistant),
+            announced: self.emitter.observed().then(|| (assistant.clone(), results.clone())),
+        };
+        self.append(context, AgentMessage::from(assistant));
         for result in results {
-            let message = AgentMessage::from(result.clone());
+            let message = AgentMessage::from(result);
             self.emit_message(&message);
             self.append(context, message);
         }
+        ended
     }
 
-    fn end_turn(&mut self, context: &AgentContext, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
-        let tokens = message.usage.total_tokens.max(message.usage.input.saturating_add(message.usage.output));
-        self.emitter.emit(AgentEvent::TurnEnd {
-            loop_id: self.emitter.loop_id(),
-            turn: self.turn,
-            message,
-            tool_results,
-        });
+    fn end_turn(&mut self, context: &AgentContext, ended: TurnEnded) {
+        let TurnEnded { tokens, announced } = ended;
+        if let Some((message, tool_results)) = announced {
+            self.emitter.emit(AgentEvent::TurnEnd {
+                loop_id: self.emitter.loop_id(),
+                turn: self.turn,
+                message,
+                tool_results,
+            });
+        }
         if let Some(after_turn) = &self.config.hooks.after_turn {
             after_turn(&context.messages, &self.usage);
         }
@@ -566,9 +607,8 @@ impl Run<'_> {
                     (batch.results, steering)
                 };
                 // The assistant message and its results enter the history together.
-                self.append(context, AgentMessage::from(assistant.clone()));
-                self.append_results(context, &results);
-                self.end_turn(context, assistant, results);
+                let ended = self.append_turn(context, assistant, results);
+                self.end_turn(context, ended);
                 pending = steering;
             }
             let follow_ups = self.config.get_follow_up_messages.as_ref().map(|f| f()).unwrap_or_default();
@@ -602,12 +642,11 @@ impl Run<'_> {
         let aborted = assistant.stop_reason == StopReason::Aborted;
         let error = assistant.error_message.clone().unwrap_or_else(|| "model call failed".to_owned());
         let overflow = assistant.is_context_overflow();
-        self.append(context, AgentMessage::from(assistant.clone()));
-        self.append_results(context, &results);
+        let ended = self.append_turn(context, assistant, results);
         if !aborted && let Some(on_error) = &self.config.hooks.on_error {
             on_error(&error);
         }
-        self.end_turn(context, assistant, results);
+        self.end_turn(context, ended);
         if aborted {
             return Some(EndReason::Aborted);
         }
@@ -680,7 +719,11 @@ impl Run<'_> {
                 kind: call.kind,
             });
         }
-        self.end_turn(context, assistant, Vec::new());
+        let ended = TurnEnded {
+            tokens: turn_tokens(&assistant),
+            announced: self.emitter.observed().then_some((assistant, Vec::new())),
+        };
+        self.end_turn(context, ended);
         self.suspension = Some(suspension);
     }
 
@@ -689,11 +732,6 @@ impl Run<'_> {
             self.emit_message(&message);
             self.append(context, message);
         }
-    }
-
-    /// Whether a model answer of this run called a tool.
-    fn model_called_a_tool(&self) -> bool {
-        self.new_messages.iter().filter_map(AgentMessage::as_assistant).any(|m| m.tool_calls().next().is_some())
     }
 
     /// Compacts if configured, asks the model, and accounts for its usage.
@@ -772,7 +810,10 @@ impl Run<'_> {
             tokens_before: total_tokens(&context.messages, counter),
             tokens_after: total_tokens(&compacted, counter),
         };
-        context.messages = compacted;
+        // This run's messages leave the history whole: the run's outcome still holds them.
+        let before = mem::replace(&mut context.messages, compacted);
+        self.compacted_new.extend(before.into_iter().skip(self.new_from));
+        self.new_from = context.messages.len();
         if let Some(wire) = &mut self.wire {
             wire.forget();
         }
@@ -823,7 +864,7 @@ impl Run<'_> {
         request.cache_config = config.cache_config;
         request.cache_key = context.session_id.as_deref();
         let relaxed;
-        request.options = if config.request_options.tool_choice.is_forced() && self.model_called_a_tool() {
+        request.options = if config.request_options.tool_choice.is_forced() && self.called_a_tool {
             // The forced choice is spent: the model decides from here on (see
             // `AgentLoopConfig::request_options`).
             let mut options = config.request_options.clone();
@@ -926,8 +967,10 @@ impl Run<'_> {
                                 .record("sinew.time_to_first_chunk", called_at.elapsed().as_secs_f64());
                         }
                         streamed = true;
-                        self.emitter.emit(AgentEvent::MessageUpdate { loop_id: self.emitter.loop_id(), delta });
-                        self.emitter.hand_on().await;
+                        if self.emitter.observed() {
+                            self.emitter.emit(AgentEvent::MessageUpdate { loop_id: self.emitter.loop_id(), delta });
+                            self.emitter.hand_on().await;
+                        }
                     }
                     Some(StreamEvent::Retry { delay, error, .. }) => {
                         attempt += 1;
@@ -973,14 +1016,16 @@ impl Run<'_> {
                 }
             };
             self.start_message(&mut started, request);
-            self.emitter
-                .emit(AgentEvent::MessageEnd { loop_id: self.emitter.loop_id(), message: message.clone().into() });
+            if self.emitter.observed() {
+                self.emitter
+                    .emit(AgentEvent::MessageEnd { loop_id: self.emitter.loop_id(), message: message.clone().into() });
+            }
             return message;
         }
     }
 
     fn start_message(&self, started: &mut bool, request: &StreamRequest<'_>) {
-        if !mem::replace(started, true) {
+        if !mem::replace(started, true) && self.emitter.observed() {
             let empty = AssistantMessage::new(self.config.provider.provider_id_for(&self.config.model), request.model);
             self.emitter.emit(AgentEvent::MessageStart { loop_id: self.emitter.loop_id(), message: empty.into() });
         }

@@ -1,6 +1,7 @@
 //! Sending events: to the observer hook first, then to the run's sink.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Poll;
 
@@ -33,12 +34,27 @@ pub fn event_channel() -> (EventSender, EventReceiver) {
 pub(crate) struct EventQueue {
     events: Mutex<VecDeque<AgentEvent>>,
     waker: AtomicWaker,
+    /// The stream's consumer drops every event ([`crate::AgentRun::finish`]): none is queued.
+    discarded: AtomicBool,
 }
 
 impl EventQueue {
     fn push(&self, event: AgentEvent) {
+        if self.is_discarded() {
+            return;
+        }
         self.events.lock().unwrap_or_else(PoisonError::into_inner).push_back(event);
         self.waker.wake();
+    }
+
+    /// From now on, events are dropped as they come; those waiting are dropped too.
+    pub(crate) fn discard(&self) {
+        self.discarded.store(true, Ordering::Relaxed);
+        self.events.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    fn is_discarded(&self) -> bool {
+        self.discarded.load(Ordering::Relaxed)
     }
 
     /// Moves every queued event into `into` (which must be empty), in order.
@@ -72,6 +88,17 @@ pub(crate) struct Emitter {
 impl Emitter {
     pub(crate) fn new(sink: Sink, observer: Option<EventObserver>, loop_id: Arc<str>) -> Self {
         Emitter { sink, observer, loop_id }
+    }
+
+    /// Whether the run's events reach anyone: its observer, a host's channel still open, or an
+    /// [`crate::AgentRun`] read as a stream. The loop does not build (copy messages into) events
+    /// nobody takes; hooks run regardless.
+    pub(crate) fn observed(&self) -> bool {
+        self.observer.is_some()
+            || match &self.sink {
+                Sink::Channel(tx) => !tx.is_closed(),
+                Sink::Queue(queue) => !queue.is_discarded(),
+            }
     }
 
     pub(crate) fn emit(&self, event: AgentEvent) {

@@ -99,12 +99,17 @@ async fn execute_single(
     {
         return ToolResultMessage::error(id, name, SKIPPED_BY_HOOK);
     }
-    emitter.emit(AgentEvent::ToolExecutionStart {
-        loop_id: emitter.loop_id(),
-        tool_call_id: id.clone(),
-        tool_name: name.clone(),
-        args: arguments.clone(),
-    });
+    let observed = emitter.observed();
+    if observed {
+        emitter.emit(AgentEvent::ToolExecutionStart {
+            loop_id: emitter.loop_id(),
+            tool_call_id: id.clone(),
+            tool_name: name.clone(),
+            args: arguments.clone(),
+        });
+    }
+    // The tool takes the arguments; the hook after it sees them too.
+    let after_arguments = config.hooks.after_tool_execution.as_ref().map(|_| arguments.clone());
 
     let span = tracing::info_span!(
         "execute_tool",
@@ -118,7 +123,7 @@ async fn execute_single(
         None => Err(ToolError::NotFound(name.clone())),
         Some(tool) => {
             let ctx = tool_context(config, emitter, cancel, &id, &name);
-            let run = tool.execute(arguments.clone(), ctx).instrument(span.clone());
+            let run = tool.execute(arguments, ctx).instrument(span.clone());
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err(ToolError::Cancelled),
@@ -134,16 +139,18 @@ async fn execute_single(
     if is_error {
         span.record("error.type", "tool_error");
     }
-    emitter.emit(AgentEvent::ToolExecutionEnd {
-        loop_id: emitter.loop_id(),
-        tool_call_id: id.clone(),
-        tool_name: name.clone(),
-        result: result.clone(),
-        is_error,
-        child_loop_id: result.child_loop_id.clone(),
-    });
-    if let Some(after) = &config.hooks.after_tool_execution {
-        after(ToolCallRef { id: &id, name: &name, arguments: &arguments }, &result, is_error);
+    if observed {
+        emitter.emit(AgentEvent::ToolExecutionEnd {
+            loop_id: emitter.loop_id(),
+            tool_call_id: id.clone(),
+            tool_name: name.clone(),
+            result: result.clone(),
+            is_error,
+            child_loop_id: result.child_loop_id.clone(),
+        });
+    }
+    if let (Some(after), Some(arguments)) = (&config.hooks.after_tool_execution, &after_arguments) {
+        after(ToolCallRef { id: &id, name: &name, arguments }, &result, is_error);
     }
     result_message(id, name, result, is_error)
 }
@@ -169,6 +176,12 @@ fn tool_context(
     name: &str,
 ) -> ToolContext {
     let mut ctx = ToolContext::new(id, name, cancel.child_token()).with_loop_id(emitter.loop_id());
+    let hooked =
+        config.hooks.before_tool_execution_update.is_some() || config.hooks.after_tool_execution_update.is_some();
+    if !emitter.observed() && !hooked {
+        // Updates and progress would reach no one.
+        return ctx;
+    }
     let (updates, before, after) = (
         emitter.clone(),
         config.hooks.before_tool_execution_update.clone(),

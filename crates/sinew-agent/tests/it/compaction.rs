@@ -213,3 +213,53 @@ async fn the_history_a_request_says_is_unchanged_is_unchanged() {
     }
     assert!(mock.requests().iter().all(|r| r.history_unchanged.is_none()));
 }
+
+/// A model that calls `echo` with a bulky text `calls` times, then answers.
+fn many_calls(calls: usize) -> Arc<MockProvider> {
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    Arc::new(
+        MockProvider::from_fn(move |request| {
+            if asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < calls {
+                let n = request.messages.len();
+                MockResponse::new().tool_call(format!("call-{n}"), "echo", json!({"text": format!("{n} ").repeat(500)}))
+            } else {
+                MockResponse::text("done")
+            }
+        })
+        .without_recording(),
+    )
+}
+
+/// A run that compacts its own messages still reports each of them whole, in order, whether its
+/// events are read or not (`finish` builds none): the history keeps one copy, the outcome its own.
+#[tokio::test]
+async fn a_run_reports_every_message_it_added_also_those_compaction_rewrote() {
+    const CALLS: usize = 16;
+    for read_events in [true, false] {
+        let mut agent =
+            Agent::new(many_calls(CALLS), "mock-model").with_tool(EchoTool).with_context_config(Some(small_context()));
+        let run = agent.prompt("echo many times");
+        let (events, outcome) = if read_events { run.collect().await } else { (Vec::new(), run.finish().await) };
+        assert_eq!(outcome.reason, sinew_core::EndReason::Completed);
+        // The prompt, the calls with their results, the answer.
+        let total = 2 * CALLS + 2;
+        assert_eq!(outcome.messages.len(), total, "read_events {read_events}");
+        assert_eq!(super::text_of(&outcome.messages[0]), "echo many times");
+        for (i, pair) in outcome.messages[1..total - 1].chunks(2).enumerate() {
+            let call = pair[0].as_assistant().expect("an answer").tool_calls().next().expect("a call");
+            let AgentMessage::Llm(Message::ToolResult(result)) = &pair[1] else { panic!("a result after call {i}") };
+            assert_eq!(result.tool_call_id, call.id);
+            // Whole: compaction shortens old tool outputs in the history, not in the outcome.
+            assert_eq!(sinew_core::content::join_text(&result.content, ""), call.arguments["text"].as_str().unwrap());
+        }
+        assert_eq!(super::text_of(&outcome.messages[total - 1]), "done");
+        let history = agent.messages();
+        assert!(history.len() < total, "the history was compacted: {} messages", history.len());
+        assert_history_valid(history);
+        if read_events {
+            assert!(events.iter().any(|e| matches!(e, AgentEvent::ContextCompacted { .. })));
+            let Some(AgentEvent::AgentEnd { messages, .. }) = events.last() else { panic!("AgentEnd last") };
+            assert_eq!(messages, &outcome.messages);
+        }
+    }
+}

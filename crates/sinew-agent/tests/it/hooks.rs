@@ -213,3 +213,87 @@ async fn a_suppressed_update_emits_nothing_and_the_result_is_unchanged() {
     assert!(log.entries().is_empty());
     assert_eq!(tool_result_texts(&events), [("a".into(), "done".into(), false)]);
 }
+
+/// `finish` drops the run's events and the loop builds none for its stream; an `on_event`
+/// observer still sees each one a reader of the stream would, with the same content.
+#[tokio::test]
+async fn an_observer_of_a_finished_run_sees_every_event_a_reader_would() {
+    let script = || {
+        [
+            MockResponse::new().tool_call("a", "work", json!({"n": 1})).tool_call("b", "work", json!({"n": 2})),
+            MockResponse::text("all done"),
+        ]
+    };
+    let (read, _) = agent(script());
+    let mut read = read.with_tool(updating_tool());
+    let (events, read_outcome) = read.prompt("go").collect().await;
+
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hooks = {
+        let seen = Arc::clone(&seen);
+        let mut hooks = Hooks::default();
+        hooks.on_event = Some(Arc::new(move |event: &AgentEvent| seen.lock().unwrap().push(event.clone())));
+        hooks
+    };
+    let (observed, _) = agent(script());
+    let mut observed = observed.with_tool(updating_tool()).with_hooks(hooks);
+    let outcome = observed.prompt("go").finish().await;
+    let seen = seen.lock().unwrap().clone();
+
+    assert!(sinew_testing::kinds(&events).contains(&"message_update"), "{:?}", sinew_testing::kinds(&events));
+    assert_eq!(sinew_testing::kinds(&seen), sinew_testing::kinds(&events));
+    // The same messages, whatever their timestamps and loop ids.
+    let messages = |events: &[AgentEvent]| -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::MessageEnd { message, .. } => Some(crate::text_of(message)),
+                AgentEvent::ToolExecutionEnd { result, .. } => Some(content::join_text(&result.content, "")),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(messages(&seen), messages(&events));
+    assert_eq!(outcome.messages.len(), read_outcome.messages.len());
+    assert_eq!(outcome.final_text(), read_outcome.final_text());
+}
+
+/// A tool's context has update and progress callbacks when something receives them: a reader of
+/// the run's events, an observer, or an update hook; a run finished blind gives it none.
+#[tokio::test]
+async fn a_tool_gets_callbacks_only_when_something_receives_them() {
+    let probe = || {
+        let callbacks = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&callbacks);
+        let tool = FnTool::new("probe", move |_args, ctx: ToolContext| {
+            seen.lock().unwrap().push((ctx.on_update.is_some(), ctx.on_progress.is_some()));
+            async move { Ok(ToolResult::text("probed")) }
+        });
+        (tool, callbacks)
+    };
+    let script = || [MockResponse::new().tool_call("a", "probe", json!({})), MockResponse::text("done")];
+    let update_hook = || {
+        let mut hooks = Hooks::default();
+        hooks.after_tool_execution_update = Some(Arc::new(|_: &str, _: &str, _: &ToolResult| {}));
+        hooks
+    };
+    let observer = || {
+        let mut hooks = Hooks::default();
+        hooks.on_event = Some(Arc::new(|_: &AgentEvent| {}));
+        hooks
+    };
+    for (case, hooks, read, expected) in [
+        ("read", Hooks::default(), true, (true, true)),
+        ("finished blind", Hooks::default(), false, (false, false)),
+        ("observed", observer(), false, (true, true)),
+        ("update hook", update_hook(), false, (true, true)),
+    ] {
+        let (tool, callbacks) = probe();
+        let (agent, _) = agent(script());
+        let mut agent = agent.with_tool(tool).with_hooks(hooks);
+        let run = agent.prompt("go");
+        let outcome = if read { run.collect().await.1 } else { run.finish().await };
+        assert_eq!(outcome.final_text().as_deref(), Some("done"), "{case}");
+        assert_eq!(*callbacks.lock().unwrap(), [expected], "{case}");
+    }
+}
