@@ -301,7 +301,7 @@ impl futures::Stream for Adapting {
                 },
                 Some(StreamEvent::Done(message)) => {
                     self.done = true;
-                    Ok(to_response(message))
+                    Ok(to_response(*message))
                 }
                 Some(StreamEvent::Error { error, .. }) => {
                     self.done = true;

@@ -976,8 +976,8 @@ impl Run<'_> {
                         attempt += 1;
                         self.announce_retry(attempt, delay, &error);
                     }
-                    Some(StreamEvent::Done(message)) => break Ok(message),
-                    Some(StreamEvent::Error { error, partial }) => break Err((error, partial)),
+                    Some(StreamEvent::Done(message)) => break Ok(*message),
+                    Some(StreamEvent::Error { error, partial }) => break Err((error, *partial)),
                     Some(_) => {}
                     None => {
                         break Err((
@@ -1064,7 +1064,7 @@ fn end_now(
     match stream.next().now_or_never() {
         // A retry that will not happen is not announced.
         Some(Some(StreamEvent::Retry { .. })) | None => {
-            Some(StreamEvent::Error { error, partial: AssistantMessage::new(provider, request.model) })
+            Some(StreamEvent::error(error, AssistantMessage::new(provider, request.model)))
         }
         Some(event) => event,
     }

@@ -249,15 +249,16 @@ pub enum StreamEvent {
     Start,
     /// An increment of the message.
     Delta(StreamDelta),
-    /// The complete message.
-    Done(AssistantMessage),
+    /// The complete message. Boxed, as in `Error`: every event moves through queues and
+    /// streams, and the other variants are about half a message's size.
+    Done(Box<AssistantMessage>),
     /// The call failed. `partial` holds what arrived before the failure, with `stop_reason`
     /// `Error` (or `Aborted` on cancellation) and `error_message` set.
     Error {
         /// Why the call failed.
         error: ProviderError,
         /// The message as far as it got.
-        partial: AssistantMessage,
+        partial: Box<AssistantMessage>,
     },
     /// A request failed and will be sent again after `delay`: retry number `attempt` (1-based)
     /// of the call's retry policy. Only before the response began; nothing streamed is retried.
@@ -269,6 +270,18 @@ pub enum StreamEvent {
         /// Why the request failed.
         error: ProviderError,
     },
+}
+
+impl StreamEvent {
+    /// [`StreamEvent::Done`] with `message`.
+    pub fn done(message: AssistantMessage) -> Self {
+        StreamEvent::Done(Box::new(message))
+    }
+
+    /// [`StreamEvent::Error`]: `error`, and the message as far as it got.
+    pub fn error(error: ProviderError, partial: AssistantMessage) -> Self {
+        StreamEvent::Error { error, partial: Box::new(partial) }
+    }
 }
 
 /// A model behind some wire protocol.

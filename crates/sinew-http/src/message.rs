@@ -98,7 +98,7 @@ fn handle<H: SseHandler>(handler: &mut H, finished: &mut bool, event: &SseEvent,
 
 fn complete(finished: &mut bool, message: AssistantMessage, out: &mut Vec<StreamEvent>) {
     *finished = true;
-    out.push(StreamEvent::Done(message));
+    out.push(StreamEvent::done(message));
 }
 
 fn fail<H: SseHandler>(handler: &mut H, finished: &mut bool, error: ProviderError, out: &mut Vec<StreamEvent>) {
@@ -108,7 +108,7 @@ fn fail<H: SseHandler>(handler: &mut H, finished: &mut bool, error: ProviderErro
     let mut partial = handler.partial();
     partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
     partial.error_message = Some(error.to_string());
-    out.push(StreamEvent::Error { error, partial });
+    out.push(StreamEvent::error(error, partial));
 }
 
 impl<H: SseHandler> StreamDecoder for SseMessageDecoder<H> {

@@ -436,11 +436,11 @@ mod tests {
         fn finish(&mut self, out: &mut Vec<StreamEvent>) {
             let mut message = AssistantMessage::new("p", "m");
             message.content.push(sinew_core::Content::text(self.0.to_string()));
-            out.push(StreamEvent::Done(message));
+            out.push(StreamEvent::done(message));
         }
 
         fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
-            out.push(StreamEvent::Error { error, partial: AssistantMessage::new("p", "m") });
+            out.push(StreamEvent::error(error, AssistantMessage::new("p", "m")));
         }
     }
 

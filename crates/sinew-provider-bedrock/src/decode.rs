@@ -91,7 +91,7 @@ impl StreamDecoder for BedrockDecoder {
         let mut partial = self.take_message();
         partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
         partial.error_message = Some(error.to_string());
-        out.push(StreamEvent::Error { error, partial });
+        out.push(StreamEvent::error(error, partial));
     }
 }
 
@@ -299,7 +299,7 @@ impl BedrockDecoder {
         self.finished = true;
         let mut message = self.take_message();
         message.stop_reason = self.stop_reason.unwrap_or_default();
-        out.push(StreamEvent::Done(message));
+        out.push(StreamEvent::done(message));
     }
 
     fn take_message(&mut self) -> AssistantMessage {

@@ -11,8 +11,8 @@ use crate::fixtures::split_at_points;
 /// timestamp is zeroed (it records when decoding happened, which differs between runs).
 pub fn stream_outcome(events: &[StreamEvent]) -> (AssistantMessage, Option<ProviderError>) {
     let (mut message, error) = match events.last() {
-        Some(StreamEvent::Done(message)) => (message.clone(), None),
-        Some(StreamEvent::Error { error, partial }) => (partial.clone(), Some(error.clone())),
+        Some(StreamEvent::Done(message)) => (AssistantMessage::clone(message), None),
+        Some(StreamEvent::Error { error, partial }) => (AssistantMessage::clone(partial), Some(error.clone())),
         other => panic!("a stream must end with Done or Error; it ended with {other:?}"),
     };
     message.timestamp = 0;

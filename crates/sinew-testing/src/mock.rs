@@ -341,7 +341,7 @@ impl Playback {
         partial.stop_reason = if error == ProviderError::Cancelled { StopReason::Aborted } else { StopReason::Error };
         partial.error_message = Some(error.to_string());
         partial.usage = self.usage;
-        StreamEvent::Error { error, partial }
+        StreamEvent::error(error, partial)
     }
 
     async fn next_event(&mut self) -> Option<StreamEvent> {
@@ -408,7 +408,7 @@ impl Playback {
                                 StopReason::Stop
                             });
                             message.usage = self.usage;
-                            StreamEvent::Done(message)
+                            StreamEvent::done(message)
                         }
                         Ending::Fail(error) => self.end(error),
                         Ending::Hang => {

@@ -83,8 +83,8 @@ pub async fn run(
     let stream = with_check_request("test-model", |request| provider.stream(request, cancel));
     let mut events: Vec<StreamEvent> = stream.collect().await;
     let terminal = match events.pop() {
-        Some(StreamEvent::Done(message)) => Ok(message),
-        Some(StreamEvent::Error { error, partial }) => Err((error, partial)),
+        Some(StreamEvent::Done(message)) => Ok(*message),
+        Some(StreamEvent::Error { error, partial }) => Err((error, *partial)),
         other => panic!("the stream must end with Done or Error, ended with {other:?}"),
     };
     (events, terminal)

@@ -249,7 +249,7 @@ impl StreamProvider for ProviderRegistry {
                 let mut partial = AssistantMessage::new("registry", request.model);
                 partial.stop_reason = StopReason::Error;
                 partial.error_message = Some(error.to_string());
-                Box::pin(futures::stream::iter([StreamEvent::Error { error, partial }]))
+                Box::pin(futures::stream::iter([StreamEvent::error(error, partial)]))
             }
         }
     }

@@ -10,7 +10,7 @@ async fn run(provider: &dyn StreamProvider, model: &str) -> Result<sinew::Assist
     let events: Vec<StreamEvent> =
         provider.stream(&StreamRequest::new(model, "", &messages), CancellationToken::new()).collect().await;
     match events.into_iter().last() {
-        Some(StreamEvent::Done(message)) => Ok(message),
+        Some(StreamEvent::Done(message)) => Ok(*message),
         Some(StreamEvent::Error { error, .. }) => Err(error),
         other => panic!("{other:?}"),
     }

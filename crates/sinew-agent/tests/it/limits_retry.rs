@@ -129,10 +129,7 @@ impl StreamProvider for SelfRetrying {
             events.push(StreamEvent::Retry { attempt, delay: Duration::from_millis(1), error: unavailable() });
         }
         self.requests.fetch_add(1, Ordering::SeqCst);
-        events.push(StreamEvent::Error {
-            error: unavailable(),
-            partial: AssistantMessage::new("self-retrying", request.model),
-        });
+        events.push(StreamEvent::error(unavailable(), AssistantMessage::new("self-retrying", request.model)));
         Box::pin(futures::stream::iter(events))
     }
 

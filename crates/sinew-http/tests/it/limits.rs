@@ -104,7 +104,7 @@ pub(crate) async fn failure(provider: &HttpProvider<Lines>) -> (ProviderError, A
     let request = StreamRequest::new("m", "", &messages);
     let events: Vec<StreamEvent> = provider.stream(&request, CancellationToken::new()).collect().await;
     match events.into_iter().last() {
-        Some(StreamEvent::Error { error, partial }) => (error, partial),
+        Some(StreamEvent::Error { error, partial }) => (error, *partial),
         other => panic!("expected the call to fail, it ended with {other:?}"),
     }
 }
@@ -199,11 +199,11 @@ impl sinew_http::StreamDecoder for Feeds {
     }
 
     fn finish(&mut self, out: &mut Vec<StreamEvent>) {
-        out.push(StreamEvent::Done(AssistantMessage::new("p", "m")));
+        out.push(StreamEvent::done(AssistantMessage::new("p", "m")));
     }
 
     fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
-        out.push(StreamEvent::Error { error, partial: AssistantMessage::new("p", "m") });
+        out.push(StreamEvent::error(error, AssistantMessage::new("p", "m")));
     }
 }
 
@@ -246,7 +246,7 @@ impl sinew_http::StreamDecoder for EndsAtOnce {
         let mut feeds = self.0.lock().unwrap();
         feeds.push(bytes.len());
         if feeds.len() == 1 {
-            out.push(StreamEvent::Done(AssistantMessage::new("p", "m")));
+            out.push(StreamEvent::done(AssistantMessage::new("p", "m")));
         }
     }
 
@@ -255,7 +255,7 @@ impl sinew_http::StreamDecoder for EndsAtOnce {
     }
 
     fn fail(&mut self, error: ProviderError, out: &mut Vec<StreamEvent>) {
-        out.push(StreamEvent::Error { error, partial: AssistantMessage::new("p", "m") });
+        out.push(StreamEvent::error(error, AssistantMessage::new("p", "m")));
     }
 }
 

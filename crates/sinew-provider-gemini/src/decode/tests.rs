@@ -21,7 +21,7 @@ fn finish(reason: &str) -> Value {
 
 fn done(events: &[StreamEvent]) -> AssistantMessage {
     match events.last() {
-        Some(StreamEvent::Done(m)) => m.clone(),
+        Some(StreamEvent::Done(m)) => AssistantMessage::clone(m),
         other => panic!("expected Done, got {other:?}"),
     }
 }
