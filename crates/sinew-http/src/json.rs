@@ -327,9 +327,10 @@ impl<'de> Visitor<'de> for AnyValue {
 }
 
 /// A reader of the JSON that per-token events hold, for a decoder's fast path ahead of its
-/// serde reading: objects, arrays, strings without escapes, integers and the three literals,
-/// read in place with no allocation. It answers `None` wherever it meets anything else (a
-/// payload with a backslash anywhere is refused whole, as are fractions, exponents and nesting a
+/// serde reading: objects, arrays, strings, integers and the three literals, read in place. A
+/// string with escapes is read only where the caller asks for one that may have them
+/// ([`Scan::string_unescaped`], which serde_json decodes); [`Scan::string`], and so every key,
+/// refuses it. It answers `None` wherever it meets anything else (fractions, exponents, nesting a
 /// caller did not ask for), and the decoder then reads the event its general way; so whatever it
 /// accepts, serde_json reads alike. A caller keeps the rule serde's derived structs follow: a
 /// known key given twice is no fast path either.
@@ -337,7 +338,7 @@ impl<'de> Visitor<'de> for AnyValue {
 /// ```
 /// use sinew_http::json::Scan;
 ///
-/// let mut scan = Scan::new(r#"{"a": "x", "b": [1, null]}"#).unwrap();
+/// let mut scan = Scan::new(r#"{"a": "x", "b": [1, null]}"#);
 /// let mut seen = Vec::new();
 /// let read = scan.object(|scan, key| {
 ///     match key {
@@ -348,7 +349,8 @@ impl<'de> Visitor<'de> for AnyValue {
 /// });
 /// assert!(read.is_some() && scan.end().is_some());
 /// assert_eq!(seen, ["x"]);
-/// assert!(Scan::new(r#"{"a": "\n"}"#).is_none());
+/// assert!(Scan::new(r#""\n""#).string().is_none());
+/// assert_eq!(Scan::new(r#""\n""#).string_unescaped().as_deref(), Some("\n"));
 /// ```
 #[derive(Debug)]
 pub struct Scan<'a> {
@@ -356,8 +358,9 @@ pub struct Scan<'a> {
     at: usize,
 }
 
-/// Where a string's text ends: at the first `"` or control character, read eight bytes at a time
-/// (most strings here are keys, ids and tokens, too short for a vector search to pay).
+/// Where a string's plain text ends: at the first `"`, `\\` or control character, read eight
+/// bytes at a time (most strings here are keys, ids and tokens, too short for a vector search to
+/// pay).
 fn string_length(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -368,21 +371,23 @@ fn string_length(bytes: &[u8]) -> Option<usize> {
         eight.copy_from_slice(word);
         let x = u64::from_le_bytes(eight);
         let quotes = x ^ (ONES * u64::from(b'"'));
-        // A byte's high bit is set where it is zero (a quote), or below 0x20; the lowest set bit
-        // is always a true match (a false one only follows a true one).
-        let found = ((quotes.wrapping_sub(ONES) & !quotes) | (x.wrapping_sub(ONES * 0x20) & !x)) & HIGHS;
+        let backslashes = x ^ (ONES * u64::from(b'\\'));
+        // A byte's high bit is set where it is zero (a quote, a backslash), or below 0x20; the
+        // lowest set bit is always a true match (a false one only follows a true one).
+        let zero = |y: u64| y.wrapping_sub(ONES) & !y;
+        let found = (zero(quotes) | zero(backslashes) | (x.wrapping_sub(ONES * 0x20) & !x)) & HIGHS;
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }
         at += 8;
     }
-    words.remainder().iter().position(|&b| b == b'"' || b < 0x20).map(|i| at + i)
+    words.remainder().iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| at + i)
 }
 
 impl<'a> Scan<'a> {
-    /// A reader of `text`; `None` when it holds a backslash (escapes are read the general way).
-    pub fn new(text: &'a str) -> Option<Self> {
-        memchr::memchr(b'\\', text.as_bytes()).is_none().then_some(Scan { text, at: 0 })
+    /// A reader of `text`, from its start.
+    pub fn new(text: &'a str) -> Self {
+        Scan { text, at: 0 }
     }
 
     fn rest(&self) -> &'a [u8] {
@@ -439,6 +444,38 @@ impl<'a> Scan<'a> {
     /// A string, or `None` for `null`.
     pub fn string_or_null(&mut self) -> Option<Option<&'a str>> {
         if self.null() { Some(None) } else { self.string().map(Some) }
+    }
+
+    /// A string that may hold escapes (a tool call's arguments, which are JSON in a string):
+    /// borrowed from the text when it has none, else decoded by serde_json. `None` for what
+    /// serde_json refuses, and for a control character.
+    pub fn string_unescaped(&mut self) -> Option<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let bytes = self.text.as_bytes();
+        let mut end = start + string_length(self.rest())?;
+        let mut escaped = false;
+        while bytes.get(end) == Some(&b'\\') {
+            // An escape is two bytes (`\\u` is followed by four hex digits, read on as text).
+            escaped = true;
+            end += 2;
+            end += string_length(bytes.get(end..)?)?;
+        }
+        if bytes.get(end) != Some(&b'"') {
+            return None;
+        }
+        self.at = end + 1;
+        if escaped {
+            // With its quotes; both ends are at an ASCII quote, so at character boundaries.
+            serde_json::from_str::<String>(self.text.get(start - 1..=end)?).ok().map(Cow::Owned)
+        } else {
+            self.text.get(start..end).map(Cow::Borrowed)
+        }
+    }
+
+    /// [`Scan::string_unescaped`], or `None` for `null`.
+    pub fn string_unescaped_or_null(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.null() { Some(None) } else { self.string_unescaped().map(Some) }
     }
 
     /// A non-negative integer that fits a `u64`, written as JSON writes one (no leading zero, no
@@ -518,7 +555,7 @@ impl<'a> Scan<'a> {
     ///
     /// let read = |text: &str| {
     ///     let (mut a, mut others) = (None, 0);
-    ///     let mut scan = Scan::new(text).unwrap();
+    ///     let mut scan = Scan::new(text);
     ///     let slot_of = |key: &str| (key == "a").then_some(0);
     ///     scan.fields::<1>(slot_of, |scan, _| scan.u64().map(|n| a = Some(n)), |scan, _| {
     ///         others += 1;

@@ -276,15 +276,15 @@ enum Scanned<'a> {
     Delta(DeltaEvent<'a>),
     /// An event whose `type` is another: the typed reading would find no delta in it.
     Other,
-    /// Something the reading in place does not take (escapes, fields of other types, a key
-    /// twice): serde reads it.
+    /// Something the reading in place does not take (escapes outside the delta's texts, fields
+    /// of other types, a key twice): serde reads it.
     Unread,
 }
 
 /// Reads an event in place ([`Scan`]): a `content_block_delta` whose delta's fields are texts,
 /// or, as soon as its `type` says so, another event.
 fn scanned_event(data: &str) -> Scanned<'_> {
-    let Some(mut scan) = Scan::new(data) else { return Scanned::Unread };
+    let mut scan = Scan::new(data);
     let mut head = DeltaEvent { kind: MaybeStr(None), index: None, delta: Object(None) };
     let mut other = false;
     let read = scan.fields::<3>(
@@ -337,7 +337,7 @@ fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<DeltaFields<'a>> {
             _ => None,
         },
         |scan, slot| {
-            let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
+            let text = MaybeStr(Some(scan.string_unescaped()?));
             *[&mut delta.kind, &mut delta.text, &mut delta.thinking, &mut delta.partial_json][slot] = text;
             Some(())
         },

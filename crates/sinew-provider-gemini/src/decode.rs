@@ -349,7 +349,7 @@ impl<'a> Chunk<'a> {
 /// anything else of another shape, errors, prompt feedback and a known key given twice are `None`,
 /// and serde reads them.
 fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
-    let mut scan = Scan::new(data)?;
+    let mut scan = Scan::new(data);
     let mut chunk = Chunk::default();
     scan.fields::<3>(
         |key| match key {
@@ -426,7 +426,7 @@ fn scanned_part(scan: &mut Scan<'_>) -> Option<PartIn> {
     let mut part = PartIn::default();
     scan.object(|scan, key| {
         let value = match key {
-            "text" | "thoughtSignature" => Value::String(scan.string()?.to_owned()),
+            "text" | "thoughtSignature" => Value::String(scan.string_unescaped()?.into_owned()),
             "thought" if scan.null() => Value::Null,
             "thought" => Value::Bool(scan.bool()?),
             _ => return None,

@@ -211,11 +211,12 @@ struct XGroq {
     usage: Option<WireUsage>,
 }
 
-/// The chunk of one streamed token read in place ([`Scan`]): text, reasoning or a refusal in the
-/// deltas, scalars or `null` elsewhere. `None` for anything else (tool calls, usage, errors,
-/// nested objects, escapes, a known key twice), which serde reads.
+/// The chunk of one streamed token or piece of a tool call read in place ([`Scan`]): text,
+/// reasoning, a refusal or tool calls in the deltas, scalars or `null` elsewhere. `None` for
+/// anything else (usage, errors, other nested objects, escapes outside texts and arguments, a
+/// known key twice), which serde reads.
 fn scanned_chunk(data: &str) -> Option<Chunk<'_>> {
-    let mut scan = Scan::new(data)?;
+    let mut scan = Scan::new(data);
     let mut chunk = Chunk { model: None, choices: Choices::default(), usage: None, x_groq: None, error: None };
     scan.fields::<3>(
         |key| match key {
@@ -283,10 +284,17 @@ fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<Delta<'a>> {
         },
         |scan, slot| {
             if slot == 4 {
-                // Calls are read by serde; `null` is none.
-                return scan.null().then_some(());
+                if !scan.null() {
+                    let mut calls = Vec::new();
+                    scan.array(|scan| {
+                        calls.push(scanned_tool_call(scan)?);
+                        Some(())
+                    })?;
+                    delta.tool_calls = Some(calls);
+                }
+                return Some(());
             }
-            let text = scan.string_or_null()?.map(Cow::Borrowed);
+            let text = scan.string_unescaped_or_null()?;
             match slot {
                 0 => delta.content = text.map(DeltaContent::Text),
                 1 => delta.reasoning_content = text,
@@ -298,6 +306,51 @@ fn scanned_delta<'a>(scan: &mut Scan<'a>) -> Option<Delta<'a>> {
         |scan, _| scan.skip_scalar(),
     )?;
     Some(delta)
+}
+
+/// A piece of a tool call: its index, id and function's name as plain strings, its arguments
+/// (JSON in a string, so escaped) decoded.
+fn scanned_tool_call<'a>(scan: &mut Scan<'a>) -> Option<ToolCallDelta<'a>> {
+    let mut call = ToolCallDelta { index: None, id: None, function: None };
+    scan.fields::<3>(
+        |key| match key {
+            "index" => Some(0),
+            "id" => Some(1),
+            "function" => Some(2),
+            _ => None,
+        },
+        |scan, slot| {
+            match slot {
+                0 if scan.null() => call.index = None,
+                0 => call.index = Some(usize::try_from(scan.u64()?).ok()?),
+                1 => call.id = scan.string_or_null()?.map(Cow::Borrowed),
+                _ if scan.null() => call.function = None,
+                _ => {
+                    let mut function = FunctionDelta { name: None, arguments: None };
+                    scan.fields::<2>(
+                        |key| match key {
+                            "name" => Some(0),
+                            "arguments" => Some(1),
+                            _ => None,
+                        },
+                        |scan, slot| {
+                            if slot == 0 {
+                                function.name = scan.string_or_null()?.map(Cow::Borrowed);
+                            } else {
+                                function.arguments = scan.string_unescaped_or_null()?;
+                            }
+                            Some(())
+                        },
+                        |scan, _| scan.skip_scalar(),
+                    )?;
+                    call.function = Some(function);
+                }
+            }
+            Some(())
+        },
+        |scan, _| scan.skip_scalar(),
+    )?;
+    Some(call)
 }
 
 /// A tool call being assembled.

@@ -349,9 +349,10 @@ struct IncompleteDetails<'a> {
 
 /// The head of a delta read in place ([`Scan`]), as the typed reading reads it: a type, an output
 /// index, a delta or arguments of text, and scalars or nesting elsewhere. `None` for anything
-/// else (a response, fields of other types, escapes, a known key twice), which serde reads.
+/// else (a response, fields of other types, escapes in keys or other strings, a known key
+/// twice), which serde reads.
 fn scanned_head(data: &str) -> Option<Head<'_>> {
-    let mut scan = Scan::new(data)?;
+    let mut scan = Scan::new(data);
     let mut head = Head {
         kind: MaybeStr(None),
         output_index: None,
@@ -372,7 +373,7 @@ fn scanned_head(data: &str) -> Option<Head<'_>> {
                 1 if scan.null() => {}
                 1 => head.output_index = Some(scan.u64()?),
                 _ => {
-                    let text = MaybeStr(Some(std::borrow::Cow::Borrowed(scan.string()?)));
+                    let text = MaybeStr(Some(scan.string_unescaped()?));
                     match slot {
                         0 => head.kind = text,
                         2 => head.delta = text,

@@ -143,11 +143,12 @@ fn scanned(scan: &mut Scan<'_>, depth: usize) -> Option<Value> {
 
 /// What [`Scan::skip_value`] accepts whole.
 fn skips_whole(text: &str) -> bool {
-    Scan::new(text).is_some_and(|mut scan| scan.skip_value().is_some() && scan.end().is_some())
+    let mut scan = Scan::new(text);
+    scan.skip_value().is_some() && scan.end().is_some()
 }
 
 fn scan_whole(text: &str) -> Option<Value> {
-    let mut scan = Scan::new(text)?;
+    let mut scan = Scan::new(text);
     let value = scanned(&mut scan, 0)?;
     scan.end().map(|()| value)
 }
@@ -266,14 +267,17 @@ fn scan_refuses_what_it_does_not_read() {
 }
 
 proptest::proptest! {
-    /// The word-at-a-time search finds what a byte-at-a-time one does: the first quote or control
-    /// character, in any text (UTF-8 sequences and every byte value around the bounds included).
+    /// The word-at-a-time search finds what a byte-at-a-time one does: the first quote, backslash
+    /// or control character, in any text (UTF-8 sequences and every byte value around the bounds
+    /// included).
     #[test]
     fn a_string_ends_where_a_plain_search_says(
         bytes in proptest::collection::vec(
             proptest::prop_oneof![
                 1 => proptest::strategy::Just(b'"'),
                 1 => 0_u8..0x20,
+                1 => proptest::strategy::Just(b'\\'),
+                5 => 0x5a_u8..0x5e,
                 10 => 0x1e_u8..0x24,
                 10 => 0x7e_u8..=0xff,
                 20 => proptest::strategy::Just(b'a'),
@@ -281,7 +285,72 @@ proptest::proptest! {
             0..64,
         )
     ) {
-        let plain = bytes.iter().position(|&b| b == b'"' || b < 0x20);
+        let plain = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
         proptest::prop_assert_eq!(string_length(&bytes), plain);
     }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(2048))]
+
+    /// A string with escapes reads as serde_json reads it: any text written by serde_json and,
+    /// damaged, exactly what serde_json still reads. Without escapes it stays borrowed.
+    #[test]
+    fn a_string_with_escapes_reads_as_serde_reads_it(
+        text in "(\\PC|[\"\\\\\u{0}-\u{1f}\u{7f}\u{2028}]){0,24}",
+        at in proptest::num::usize::ANY,
+        edit in 0..4_u8,
+        byte in proptest::sample::select(b"\"\\u0aZ\n\x01/bfnrt".to_vec()),
+    ) {
+        let written = serde_json::to_string(&text).unwrap();
+        let mut scan = Scan::new(&written);
+        let read = scan.string_unescaped();
+        proptest::prop_assert_eq!(read.as_deref(), Some(text.as_str()));
+        proptest::prop_assert_eq!(matches!(read, Some(Cow::Borrowed(_))), !written.contains('\\'));
+        proptest::prop_assert!(scan.end().is_some());
+
+        let mut bytes = written.into_bytes();
+        let at = at % (bytes.len() + 1);
+        match edit {
+            0 if at < bytes.len() => drop(bytes.remove(at)),
+            1 => bytes.insert(at, byte),
+            2 if at < bytes.len() => bytes[at] = byte,
+            _ => bytes.push(byte),
+        }
+        if let Ok(damaged) = std::str::from_utf8(&bytes) {
+            let mut scan = Scan::new(damaged);
+            let scanned = scan.string_unescaped().filter(|_| scan.end().is_some());
+            let read: Result<String, _> = serde_json::from_str(damaged);
+            match scanned {
+                Some(scanned) => {
+                    proptest::prop_assert_eq!(Some(scanned.as_ref()), read.as_deref().ok(), "{}", damaged);
+                }
+                // Refused: serde_json refuses it too.
+                None => proptest::prop_assert!(read.is_err(), "refused what serde_json reads: {}", damaged),
+            }
+        }
+    }
+}
+
+#[test]
+fn plain_strings_refuse_escapes_and_unescaped_ones_take_them() {
+    let text = r#"{"k": "a\"b", "e": "\u00e9\ud83d\ude00", "p": "plain", "bad": "\x"}"#;
+    let mut scan = Scan::new(text);
+    let mut read = Vec::new();
+    let whole = scan.object(|scan, key| {
+        let value = scan.string_unescaped()?;
+        read.push((key, value));
+        Some(())
+    });
+    // The invalid escape ends the reading; what came before was read.
+    assert!(whole.is_none());
+    assert_eq!(
+        read,
+        [("k", Cow::Owned("a\"b".to_owned())), ("e", Cow::Owned("é😀".to_owned())), ("p", Cow::Borrowed("plain"))]
+    );
+    assert_eq!(Scan::new(r#""a\"b""#).string(), None);
+    assert_eq!(Scan::new(r#""\"""#).string_unescaped().as_deref(), Some("\""));
+    assert_eq!(Scan::new(r#""\""#).string_unescaped(), None);
+    assert_eq!(Scan::new("\"a\nb\"").string_unescaped(), None, "a raw control character");
+    assert_eq!(Scan::new(r#"{"a\u0062": 1}"#).object(|scan, _| scan.u64().map(drop)), None, "an escaped key");
 }

@@ -289,7 +289,7 @@ fn events() -> impl Strategy<Value = String> {
         2 => Just(json!(2)),
         1 => Just(json!(null)),
         1 => Just(json!(-1)),
-        1 => Just(json!("a\nb")),
+        1 => Just(json!("a\nb \"q\" \\ \u{1} é")),
         1 => Just(json!([1, {"a": null}])),
     ];
     let kind = prop_oneof![

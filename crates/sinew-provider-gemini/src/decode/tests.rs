@@ -352,7 +352,7 @@ fn read_by_serde(data: &str) -> Option<Chunk<'_>> {
 }
 
 /// Every chunk of every recorded Gemini and Vertex stream the fast path reads, it reads as
-/// serde does; and it reads some of them (text chunks without escapes).
+/// serde does; and it reads some of them (the text chunks).
 #[test]
 fn recorded_chunks_are_scanned_as_serde_reads_them() {
     let (mut chunks, mut scanned) = (0, 0);
@@ -392,7 +392,7 @@ fn text_chunks() -> impl Strategy<Value = String> {
         6 => Just(json!("hi")),
         2 => Just(json!(null)),
         2 => Just(json!(true)),
-        1 => Just(json!("a\nb")),
+        1 => Just(json!("a\nb \"q\" \\ \u{1} é")),
         2 => Just(json!(7)),
         1 => Just(json!(-1)),
         1 => Just(json!(1.5)),

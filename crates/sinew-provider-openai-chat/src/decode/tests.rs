@@ -244,15 +244,42 @@ fn recorded_chunks_are_scanned_as_serde_reads_them() {
     assert!(scanned * 2 > chunks, "only {scanned} of {chunks} chunks took the fast path");
 }
 
-/// A chunk of one token in one of many shapes: keys in any order, `null`s, a key twice, extra
-/// scalars and objects, whitespace, escapes, numbers out of range.
+/// `tool_calls` of many shapes: the pieces of calls, with escaped arguments; `null`s; fields of
+/// other types, nested or unknown.
+const TOOL_CALLS: &[&str] = &[
+    r#"[{"index": 0, "id": "call_1", "type": "function", "function": {"name": "echo", "arguments": ""}}]"#,
+    r#"[{"index": 0, "function": {"arguments": "{\"text\": \"call-0\"}"}}]"#,
+    r#"[{"index": 1, "function": {"arguments": "\"}\n\u2028\ud83d\ude00"}}, {"index": 0, "function": {"arguments": ""}}]"#,
+    r#"[{"index": null, "id": null, "function": null}, {}]"#,
+    r#"[{"index": 0, "function": {"name": null, "arguments": null, "other": 2}}]"#,
+    r#"[{"index": 0, "function": {"name": "f", "x": {"nested": 1}}}]"#,
+    r#"[{"index": -1}]"#,
+    r#"[{"index": 1.5}]"#,
+    r#"[{"id": "a\"b"}]"#,
+    r#"[{"function": {"name": 1}}]"#,
+    r#"[{"function": {"arguments": "bad \x escape"}}]"#,
+    r#"[{"index": 0, "id": 5}]"#,
+    r#"[{"function": ["x"]}]"#,
+    r#"[{"index": 0, "index": 1}]"#,
+    r#"[]"#,
+    r#"null"#,
+];
+
+/// A chunk of one token or tool-call piece in one of many shapes: keys in any order, `null`s, a
+/// key twice, extra scalars and objects, whitespace, escapes, numbers out of range.
 fn token_chunks() -> impl Strategy<Value = String> {
     let text = prop_oneof![
         6 => Just(json!("hi")),
         3 => Just(json!(null)),
-        1 => Just(json!("a\nb")),
+        1 => Just(json!("a\nb \"q\" \\ \u{1} é")),
         1 => Just(json!(7)),
         1 => Just(json!(["x"])),
+    ];
+    // What `tool_calls` holds: mostly calls, some other text.
+    let calls = prop_oneof![
+        3 => proptest::sample::select(TOOL_CALLS)
+            .prop_map(|calls| serde_json::from_str(calls).unwrap_or(serde_json::Value::Null)),
+        1 => text.clone(),
     ];
     let delta_key = prop_oneof![
         4 => Just("content"),
@@ -260,10 +287,10 @@ fn token_chunks() -> impl Strategy<Value = String> {
         1 => Just("reasoning"),
         1 => Just("refusal"),
         1 => Just("role"),
-        1 => Just("tool_calls"),
+        4 => Just("tool_calls"),
         1 => Just("other"),
     ];
-    let delta = proptest::collection::vec((delta_key, text.clone()), 0..4);
+    let delta = proptest::collection::vec((delta_key, text.clone(), calls), 0..4);
     let index = prop_oneof![
         4 => Just(json!(0)),
         1 => Just(json!(1)),
@@ -293,7 +320,10 @@ fn token_chunks() -> impl Strategy<Value = String> {
             let choices: Vec<String> = choices
                 .iter()
                 .map(|(keys, index, delta, value)| {
-                    let delta: Vec<String> = delta.iter().map(|(k, v)| member(k, v)).collect();
+                    let delta: Vec<String> = delta
+                        .iter()
+                        .map(|(k, text, calls)| member(k, if *k == "tool_calls" { calls } else { text }))
+                        .collect();
                     let members: Vec<String> = keys
                         .iter()
                         .map(|key| match *key {
@@ -318,6 +348,14 @@ fn token_chunks() -> impl Strategy<Value = String> {
         })
 }
 
+/// A chunk of one choice whose delta holds one or two (a key twice) of [`TOOL_CALLS`].
+fn delta_chunks() -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(TOOL_CALLS), 1..3).prop_map(|calls| {
+        let members: Vec<String> = calls.iter().map(|calls| format!("\"tool_calls\":{calls}")).collect();
+        format!("{{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{{}}}}}]}}", members.join(","))
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
 
@@ -328,5 +366,31 @@ proptest! {
         if let Some(chunk) = scanned_chunk(&data) {
             prop_assert_eq!(Some(chunk), read_by_serde(&data), "{}", data);
         }
+    }
+
+    /// The same of tool calls, in every shape of [`TOOL_CALLS`].
+    #[test]
+    fn scanned_tool_calls_are_what_serde_reads(data in delta_chunks()) {
+        if let Some(chunk) = scanned_chunk(&data) {
+            prop_assert_eq!(Some(chunk), read_by_serde(&data), "{}", data);
+        }
+    }
+}
+
+/// Text with escapes and the pieces of tool calls (whose arguments are escaped JSON) are read in
+/// place, as serde reads them.
+#[test]
+fn escaped_text_and_tool_calls_take_the_fast_path() {
+    for delta in [
+        json!({"content": "line\n\"quoted\"\ttab é"}),
+        json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "echo", "arguments": ""}}]}),
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"text\": \"call-0\"}"}}]}),
+    ] {
+        let data =
+            json!({"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": null, "logprobs": null}]})
+                .to_string();
+        let chunk = scanned_chunk(&data);
+        assert!(chunk.is_some(), "{data}");
+        assert_eq!(chunk, read_by_serde(&data), "{data}");
     }
 }

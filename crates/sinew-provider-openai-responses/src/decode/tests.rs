@@ -248,7 +248,7 @@ fn delta_events() -> impl Strategy<Value = String> {
         1 => Just(json!(null)),
         1 => Just(json!(-1)),
         1 => Just(json!(1.5)),
-        1 => Just(json!("a\nb")),
+        1 => Just(json!("a\nb \"q\" \\ \u{1} é")),
         1 => Just(json!([])),
         1 => Just(json!({"a": [{"b": true}]})),
     ];
