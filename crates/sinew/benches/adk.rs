@@ -39,6 +39,7 @@ async fn run_agent(
     sessions: Arc<InMemorySessionService>,
     options: Arc<Options>,
     calls: Arc<AtomicUsize>,
+    expected: Arc<str>,
 ) -> usize {
     let model = Arc::new(ModelAdapter::new(provider, "mock-1"));
     let agent = LlmAgent::builder("bench_agent")
@@ -48,7 +49,6 @@ async fn run_agent(
         .build()
         .unwrap_or_else(|e| fail(&e.to_string()));
     let runner = Runner::new("bench", Arc::new(agent), sessions.clone()).unwrap_or_else(|e| fail(&e.to_string()));
-    let expected = expected_text(options.tokens);
     let mut right = 0;
     for turn in 0..options.turns {
         let session = format!("a{index}-t{turn}");
@@ -66,7 +66,7 @@ async fn run_agent(
                 Err(error) => eprintln!("turn {turn}: {error}"),
             }
         }
-        if last.and_then(|e| e.content).map(|c| c.text()).as_deref() == Some(expected.as_str()) {
+        if last.and_then(|e| e.content).map(|c| c.text()).as_deref() == Some(&*expected) {
             right += 1;
         }
         if options.sessions == "delete"
@@ -84,8 +84,14 @@ fn main() {
             fail("bench adk runs each turn in a new session: --workload is seq or conc");
         }
         let sessions = Arc::new(InMemorySessionService::new());
+        // The answer to check against, written once: not the client's work.
+        let expected: Arc<str> = expected_text(options.tokens).into();
         (0..agents)
-            .map(|i| tokio::spawn(run_agent(i, provider.clone(), sessions.clone(), options.clone(), calls.clone())))
+            .map(|i| {
+                let run =
+                    run_agent(i, provider.clone(), sessions.clone(), options.clone(), calls.clone(), expected.clone());
+                tokio::spawn(run)
+            })
             .collect()
     });
 }
