@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo xtask bench e2e [--api openai|anthropic] [--workload seq|conc|long] [--turns N] [--tools K]
-//!                       [--tokens T] [--agents A] [--base-url URL]
+//!                       [--tokens T] [--agents A] [--base-url URL] [--events finish|read]
 //! ```
 //!
 //! A turn is a prompt (`tools=K tokens=T turn=i`), which the model answers with K parallel
@@ -11,7 +11,9 @@
 //! `conc` runs A agents (100) of N continued turns (5) each at once; `long` runs one conversation
 //! of N continued turns (1,000) and reports the CPU per turn of its first and last 100 turns,
 //! which a linear history keeps close, and the user part alone (the kernel's part grows with the
-//! history every call sends). The mock model
+//! history every call sends). Each run is finished (`AgentRun::finish`, which builds no events)
+//! unless `--events read` reads every event of its stream, as an application showing them
+//! would. The mock model
 //! (`sinew-mockllm`, started here unless `--base-url` is given) runs in its own process, so the
 //! CPU time reported is the client's alone. The last line is `RESULT {json}`; the exit status is
 //! non-zero when a tool call or a final text is missing.
@@ -24,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use common::{Options, counting_echo, mark_cpu, run_workload};
+use futures::StreamExt;
 use sinew::testing::mockllm::expected_text;
 use sinew::{Agent, StreamProvider};
 
@@ -45,12 +48,20 @@ async fn run_agent(
         if long && (turn == 0 || turn == window || turn == options.turns - window) {
             mark_cpu();
         }
-        let outcome =
-            agent.prompt(format!("tools={} tokens={} turn={turn}", options.tools, options.tokens)).finish().await;
-        if outcome.final_text().as_deref() == Some(&*expected) {
-            right += 1;
-        } else if let Some(error) = &outcome.error {
-            eprintln!("turn {turn}: {error}");
+        let mut run = agent.prompt(format!("tools={} tokens={} turn={turn}", options.tools, options.tokens));
+        let finished;
+        let outcome = if options.events == "read" {
+            // Each event taken and dropped, as an application showing them would.
+            while run.next().await.is_some() {}
+            run.outcome()
+        } else {
+            finished = run.finish().await;
+            Some(&finished)
+        };
+        match outcome {
+            Some(outcome) if outcome.final_text().as_deref() == Some(&*expected) => right += 1,
+            Some(outcome) => eprintln!("turn {turn}: {}", outcome.error.as_deref().unwrap_or("a wrong answer")),
+            None => eprintln!("turn {turn}: no outcome"),
         }
     }
     if long {

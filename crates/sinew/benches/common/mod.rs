@@ -26,6 +26,9 @@ pub(crate) struct Options {
     pub(crate) streaming: String,
     /// `bench adk` only: `delete` each turn's session once it is done, or `keep` them all.
     pub(crate) sessions: String,
+    /// `bench e2e` only: `finish` each run (no event is built), or `read` every event of its
+    /// stream, as an application showing them would.
+    pub(crate) events: String,
 }
 
 pub(crate) fn options() -> Options {
@@ -39,6 +42,7 @@ pub(crate) fn options() -> Options {
         base_url: None,
         streaming: "sse".into(),
         sessions: "delete".into(),
+        events: "finish".into(),
     };
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mut i = 0;
@@ -55,6 +59,7 @@ pub(crate) fn options() -> Options {
             "--base-url" => o.base_url = Some(value.clone()),
             "--streaming" => o.streaming = value.clone(),
             "--sessions" => o.sessions = value.clone(),
+            "--events" => o.events = value.clone(),
             other => fail(&format!("unknown option {other}")),
         }
         i += 2;
@@ -70,10 +75,11 @@ pub(crate) fn options() -> Options {
         || !matches!(o.workload.as_str(), "seq" | "conc" | "long")
         || !matches!(o.streaming.as_str(), "sse" | "none")
         || !matches!(o.sessions.as_str(), "delete" | "keep")
+        || !matches!(o.events.as_str(), "finish" | "read")
     {
         fail(
             "--api is openai or anthropic, --workload is seq, conc or long, --streaming is sse or none, \
-             --sessions is delete or keep",
+             --sessions is delete or keep, --events is finish or read",
         );
     }
     if o.workload == "long" && o.turns < 2 {
@@ -244,6 +250,8 @@ where
     });
     if bench == "adk" {
         result["sessions"] = json!(options.sessions);
+    } else {
+        result["events"] = json!(options.events);
     }
     let marks = CPU_MARKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     if let [start, first_end, last_start, end] = marks[..] {
