@@ -115,9 +115,10 @@ pub struct ToolContext {
     pub loop_id: Option<Arc<str>>,
     /// Cancelled when the run is aborted. Long-running tools must watch it.
     pub cancel: CancellationToken,
-    /// Receives [`update`](Self::update)'s partial results; `None` drops them.
+    /// Receives [`update`](Self::update)'s partial results; `None` drops them (the agent loop
+    /// leaves it `None` when no event reader, observer or update hook would receive them).
     pub on_update: Option<ToolUpdateFn>,
-    /// Receives [`progress`](Self::progress)'s notes; `None` drops them.
+    /// Receives [`progress`](Self::progress)'s notes; `None` drops them (as `on_update`).
     pub on_progress: Option<ProgressFn>,
 }
 
