@@ -314,11 +314,12 @@ pub(crate) async fn run(
     run.finish(context, reason)
 }
 
-/// A turn whose messages are in the history, for [`Run::end_turn`] to announce.
+/// A turn to end ([`Run::end_turn`]): its tokens and, when the run's events are observed, its
+/// answer and results for `TurnEnd`.
 struct TurnEnded {
     /// The tokens the turn's answer used.
     tokens: u64,
-    /// The answer and its results, for `TurnEnd`, when the run's events are observed.
+    /// The answer and its results, for `TurnEnd`.
     announced: Option<(AssistantMessage, Vec<ToolResultMessage>)>,
 }
 
@@ -412,8 +413,11 @@ impl Run<'_> {
     }
 
     fn append(&mut self, context: &mut AgentContext, message: AgentMessage) {
-        let reported =
-            message.as_assistant().inspect(|m| self.called_a_tool |= m.tool_calls().next().is_some()).is_some();
+        let mut reported = false;
+        if let Some(answer) = message.as_assistant() {
+            reported = true;
+            self.called_a_tool |= answer.tool_calls().next().is_some();
+        }
         context.messages.push(message);
         if reported {
             self.context_size.record(&context.messages, context.messages.len() - 1);

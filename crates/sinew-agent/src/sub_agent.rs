@@ -192,9 +192,15 @@ impl SubAgentTool {
             let outcome = agent_loop(prompt, &mut context, &config, &tx, &cancel).await;
             (outcome, context.session_id.unwrap_or_default())
         });
-        // The channel closes when the child task ends.
-        while let Some(event) = rx.recv().await {
-            forward(&event, ctx);
+        if ctx.on_update.is_none() && ctx.on_progress.is_none() {
+            // Nothing would receive what is forwarded: with its channel closed, the child builds
+            // no events (an observer of its own still gets them).
+            drop(rx);
+        } else {
+            // The channel closes when the child task ends.
+            while let Some(event) = rx.recv().await {
+                forward(&event, ctx);
+            }
         }
         child.await.map_err(|error| ToolError::Failed(format!("the sub-agent {} crashed: {error}", self.name).into()))
     }

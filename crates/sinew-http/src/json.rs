@@ -464,6 +464,7 @@ impl<'a> Scan<'a> {
         if bytes.get(end) != Some(&b'"') {
             return None;
         }
+        // Past the string even when serde_json refuses it below: a caller gives up on `None`.
         self.at = end + 1;
         if escaped {
             // With its quotes; both ends are at an ASCII quote, so at character boundaries.

@@ -83,6 +83,9 @@ fn main() {
         if options.workload == "long" {
             fail("bench adk runs each turn in a new session: --workload is seq or conc");
         }
+        if options.events != "finish" {
+            fail("bench adk reads every event of each run: --events is for bench e2e");
+        }
         let sessions = Arc::new(InMemorySessionService::new());
         // The answer to check against, written once: not the client's work.
         let expected: Arc<str> = expected_text(options.tokens).into();

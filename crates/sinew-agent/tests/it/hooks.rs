@@ -297,3 +297,62 @@ async fn a_tool_gets_callbacks_only_when_something_receives_them() {
         assert_eq!(*callbacks.lock().unwrap(), [expected], "{case}");
     }
 }
+
+/// Without an observer, a finished run builds no events, and its hooks fire as before, in order,
+/// `after_tool_execution` with the arguments the tool ran with (the host's edit included).
+#[tokio::test]
+async fn a_run_finished_blind_fires_every_hook_with_the_real_arguments() {
+    let log = Log::default();
+    let mut hooks = logging_hooks(&log);
+    hooks.on_event = None;
+    let l = log.clone();
+    hooks.after_tool_execution = Some(Arc::new(move |call: ToolCallRef<'_>, _: &ToolResult, _: bool| {
+        l.push(format!("after_tool {} {}", call.id, call.arguments))
+    }));
+    let (agent, _) = agent([
+        MockResponse::new().tool_call("a", "work", json!({"n": 1})).tool_call("b", "work", json!({"n": 2})),
+        MockResponse::text("done"),
+    ]);
+    let mut agent = agent.with_tool(updating_tool()).with_tool_execution(ToolExecution::Sequential).with_hooks(hooks);
+    let outcome = agent.prompt("go").finish().await;
+    assert_eq!(outcome.final_text().as_deref(), Some("done"));
+    let tool = |id: &str, n: u32| {
+        vec![
+            format!("before_tool {id}"),
+            format!("before_update {id}"),
+            format!("after_update {id}"),
+            format!("after_tool {id} {}", json!({"n": n})),
+        ]
+    };
+    let mut expected: Vec<String> = vec!["before_loop".into(), "before_turn 1".into()];
+    expected.extend(tool("a", 1));
+    expected.extend(tool("b", 2));
+    expected.extend(["after_turn".into(), "before_turn 2".into(), "after_turn".into(), "after_loop".into()]);
+    assert_eq!(log.entries(), expected);
+}
+
+/// A host that dropped its receiver gets the run's outcome and hooks; the run builds no events
+/// for the closed channel (a tool gets no callbacks).
+#[tokio::test]
+async fn a_host_that_dropped_its_receiver_still_gets_the_outcome() {
+    let callbacks = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&callbacks);
+    let probe = FnTool::new("probe", move |args: serde_json::Value, ctx: ToolContext| {
+        seen.lock().unwrap().push((ctx.on_update.is_some(), args));
+        async { Ok(ToolResult::text("probed")) }
+    });
+    let turns = Arc::new(std::sync::Mutex::new(0));
+    let counted = Arc::clone(&turns);
+    let mut hooks = Hooks::default();
+    hooks.after_turn = Some(Arc::new(move |_: &[AgentMessage], _: &Usage| *counted.lock().unwrap() += 1));
+    let (agent, _) =
+        agent([MockResponse::new().tool_call("a", "probe", json!({"x": "y"})), MockResponse::text("done")]);
+    let mut agent = agent.with_tool(probe).with_hooks(hooks);
+    let (tx, rx) = sinew_agent::event_channel();
+    drop(rx);
+    let outcome = agent.prompt_with_sender("go", tx).await;
+    assert_eq!(outcome.final_text().as_deref(), Some("done"));
+    assert_eq!(outcome.messages.len(), 4, "the prompt, the call, its result, the answer");
+    assert_eq!(*turns.lock().unwrap(), 2);
+    assert_eq!(*callbacks.lock().unwrap(), [(false, json!({"x": "y"}))]);
+}

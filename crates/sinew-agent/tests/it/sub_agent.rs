@@ -236,3 +236,33 @@ async fn a_child_that_crashes_is_an_error_result_and_the_parent_goes_on() {
     assert!(results[0].1.starts_with("the sub-agent helper crashed: "), "{}", results[0].1);
     assert_history_valid(agent.messages());
 }
+
+/// A child whose events would reach no one (its parent finished blind, no observer of its own)
+/// builds none: its tools get no callbacks. Read by the parent, they do; the answer is the same.
+#[tokio::test]
+async fn a_child_builds_events_only_when_they_reach_someone() {
+    for read in [true, false] {
+        let callbacks = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&callbacks);
+        let probe = sinew_testing::FnTool::new("probe", move |_, ctx: ToolContext| {
+            seen.lock().unwrap().push(ctx.on_update.is_some());
+            async { Ok(ToolResult::text("probed")) }
+        });
+        let child = Arc::new(MockProvider::new([
+            MockResponse::new().tool_call("k1", "probe", json!({})),
+            MockResponse::text("The probe answered."),
+        ]));
+        let helper = SubAgentTool::new("helper", child, "child-model").with_tool(probe);
+        let (agent, _) = agent([
+            MockResponse::new().tool_call("p1", "helper", json!({"task": "Probe"})),
+            MockResponse::text("Done."),
+        ]);
+        let mut agent = agent.with_tool(helper);
+        let run = agent.prompt("Delegate");
+        let outcome = if read { run.collect().await.1 } else { run.finish().await };
+        assert_eq!(outcome.final_text().as_deref(), Some("Done."), "read {read}");
+        let AgentMessage::Llm(Message::ToolResult(result)) = &outcome.messages[2] else { panic!("the child's result") };
+        assert_eq!(content::join_text(&result.content, ""), "The probe answered.");
+        assert_eq!(*callbacks.lock().unwrap(), [read], "read {read}");
+    }
+}
