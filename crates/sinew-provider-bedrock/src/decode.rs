@@ -99,8 +99,8 @@ impl BedrockDecoder {
     fn frame(&mut self, frame: FrameRef<'_>, out: &mut Vec<StreamEvent>) -> Result<(), ProviderError> {
         // Text and tool-input deltas (one per streamed token) are read into typed, borrowed
         // fields; every other frame, and a delta those do not cover, whole.
-        if !matches!(frame.header_str(":message-type"), Some("exception" | "error"))
-            && frame.header_str(":event-type") == Some("contentBlockDelta")
+        if !matches!(frame.header_bytes(":message-type"), Some(b"exception" | b"error"))
+            && frame.header_bytes(":event-type") == Some(b"contentBlockDelta")
             && json::is_object(frame.payload)
             // Checked whole: the typed reading skips strings without checking their UTF-8.
             && let Ok(text) = std::str::from_utf8(frame.payload)
@@ -122,7 +122,13 @@ impl BedrockDecoder {
         let payload: Value = if frame.payload.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(frame.payload).map_err(|e| {
+            // Checked whole once, then read without checking each string again; bytes that are
+            // not UTF-8 are read as bytes, for serde_json to say where they go wrong.
+            let read = match std::str::from_utf8(frame.payload) {
+                Ok(text) => serde_json::from_str(text),
+                Err(_) => serde_json::from_slice(frame.payload),
+            };
+            read.map_err(|e| {
                 let text = String::from_utf8_lossy(frame.payload);
                 ProviderError::Protocol(format!("invalid json in eventstream payload: {e}: {}", excerpt(&text)))
             })?

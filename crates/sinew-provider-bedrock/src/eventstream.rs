@@ -66,11 +66,17 @@ pub struct FrameRef<'a> {
 impl<'a> FrameRef<'a> {
     /// The string value of header `name`.
     pub fn header_str(&self, name: &str) -> Option<&'a str> {
+        self.header_bytes(name).and_then(|value| std::str::from_utf8(value).ok())
+    }
+
+    /// The bytes of header `name`'s string value (checked UTF-8 when the frame was read), to
+    /// compare with known values without converting them.
+    pub fn header_bytes(&self, name: &str) -> Option<&'a [u8]> {
         let mut found = None;
         // Checked when the frame was read: walked again without checking the text.
         let _ = walk_raw(self.headers, |key, kind, value| {
             if kind == STRING && key == name.as_bytes() {
-                found = std::str::from_utf8(value).ok();
+                found = Some(value);
                 return false;
             }
             true
@@ -177,7 +183,13 @@ fn frames_in(bytes: &[u8], each: &mut impl FnMut(FrameRef<'_>) -> bool) -> Resul
             return Err(corrupt("message CRC mismatch"));
         }
         let headers = &frame[PRELUDE_LEN..PRELUDE_LEN + headers_len];
-        walk_headers(headers, |_, _, _| {})?;
+        if headers.is_ascii() {
+            // Every name and string in it is then UTF-8: one pass over the block, not one check
+            // per field (Bedrock's headers are ASCII).
+            walk_raw(headers, |_, _, _| true)?;
+        } else {
+            walk_headers(headers, |_, _, _| {})?;
+        }
         start += total;
         if !each(FrameRef { headers, payload: &frame[PRELUDE_LEN + headers_len..total - 4] }) {
             return Ok(start);
@@ -437,6 +449,31 @@ mod tests {
             assert!(error.to_string().contains(why), "{error}");
             let error = FrameDecoder::new().feed_frames(&frame_with(headers), |_| true).unwrap_err();
             assert!(error.to_string().contains(why), "{error}");
+        }
+    }
+
+    /// Headers with text past ASCII (or a length byte past 0x7f) are checked one by one, and read.
+    #[test]
+    fn headers_past_ascii_are_checked_and_read() {
+        let long = "x".repeat(200);
+        for value in ["café", long.as_str()] {
+            let mut headers = b"\x01s\x07".to_vec();
+            headers.extend((value.len() as u16).to_be_bytes());
+            headers.extend(value.as_bytes());
+            let total = (PRELUDE_LEN + headers.len() + 4) as u32;
+            let mut frame = total.to_be_bytes().to_vec();
+            frame.extend((headers.len() as u32).to_be_bytes());
+            frame.extend(crc32fast::hash(&frame).to_be_bytes());
+            frame.extend(&headers);
+            frame.extend(crc32fast::hash(&frame).to_be_bytes());
+            let mut read = Vec::new();
+            FrameDecoder::new()
+                .feed_frames(&frame, |frame| {
+                    read.push((frame.header_str("s").map(str::to_owned), frame.header_bytes("s").map(<[u8]>::to_vec)));
+                    true
+                })
+                .unwrap();
+            assert_eq!(read, [(Some(value.to_owned()), Some(value.as_bytes().to_vec()))]);
         }
     }
 
