@@ -308,6 +308,15 @@ proptest::proptest! {
         proptest::prop_assert_eq!(read.as_deref(), Some(text.as_str()));
         proptest::prop_assert_eq!(matches!(read, Some(Cow::Borrowed(_))), !written.contains('\\'));
         proptest::prop_assert!(scan.end().is_some());
+        // Every character escaped as UTF-16 units, upper or lower case: surrogate pairs too.
+        let units: String = text
+            .encode_utf16()
+            .enumerate()
+            .map(|(i, u)| if i % 2 == 0 { format!("\\u{u:04x}") } else { format!("\\u{u:04X}") })
+            .collect();
+        let all_escaped = format!("\"{units}\"");
+        let read = Scan::new(&all_escaped).string_unescaped();
+        proptest::prop_assert_eq!(read.as_deref(), Some(text.as_str()), "{}", all_escaped);
 
         let mut bytes = written.into_bytes();
         let at = at % (bytes.len() + 1);
@@ -355,5 +364,23 @@ fn plain_strings_refuse_escapes_and_unescaped_ones_take_them() {
     check(r#""\"""#, Some("\""));
     check(r#""\""#, None);
     check("\"a\nb\"", None); // a raw control character
+    // Every escape, surrogate pairs in either case, and the ways serde_json refuses them: the
+    // same reading as serde_json's.
+    for text in [
+        r#""\"\\\/\b\f\n\r\t""#,
+        r#""\u00e9\u0000\u001F\uFFFF""#,
+        r#""\ud83d\ude00 \uD83D\uDE00""#,
+        r#""\ud83d""#,
+        r#""\ude00""#,
+        r#""\ud83d\u0041""#,
+        r#""\ud83dx""#,
+        r#""\ud83d\""#,
+        r#""\u12""#,
+        r#""\u12G4""#,
+        r#""\x""#,
+        r#""é\né""#,
+    ] {
+        check(text, serde_json::from_str::<String>(text).ok().as_deref());
+    }
     assert_eq!(Scan::new(r#"{"a\u0062": 1}"#).object(|scan, _| scan.u64().map(drop)), None, "an escaped key");
 }
