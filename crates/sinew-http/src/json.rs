@@ -456,7 +456,7 @@ impl<'a> Scan<'a> {
         let mut end = start + string_length(self.rest())?;
         let mut escaped = false;
         while bytes.get(end) == Some(&b'\\') {
-            // An escape is two bytes (`\\u` is followed by four hex digits, read on as text).
+            // An escape is two bytes (`\u`'s four hex digits are read on as text).
             escaped = true;
             end += 2;
             end += string_length(bytes.get(end..)?)?;

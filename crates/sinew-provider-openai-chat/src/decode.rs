@@ -325,32 +325,35 @@ fn scanned_tool_call<'a>(scan: &mut Scan<'a>) -> Option<ToolCallDelta<'a>> {
                 0 => call.index = Some(usize::try_from(scan.u64()?).ok()?),
                 1 => call.id = scan.string_or_null()?.map(Cow::Borrowed),
                 _ if scan.null() => call.function = None,
-                _ => {
-                    let mut function = FunctionDelta { name: None, arguments: None };
-                    scan.fields::<2>(
-                        |key| match key {
-                            "name" => Some(0),
-                            "arguments" => Some(1),
-                            _ => None,
-                        },
-                        |scan, slot| {
-                            if slot == 0 {
-                                function.name = scan.string_or_null()?.map(Cow::Borrowed);
-                            } else {
-                                function.arguments = scan.string_unescaped_or_null()?;
-                            }
-                            Some(())
-                        },
-                        |scan, _| scan.skip_scalar(),
-                    )?;
-                    call.function = Some(function);
-                }
+                _ => call.function = Some(scanned_function(scan)?),
             }
             Some(())
         },
         |scan, _| scan.skip_scalar(),
     )?;
     Some(call)
+}
+
+/// A tool call's `function`: its name plain, its arguments decoded.
+fn scanned_function<'a>(scan: &mut Scan<'a>) -> Option<FunctionDelta<'a>> {
+    let mut function = FunctionDelta { name: None, arguments: None };
+    scan.fields::<2>(
+        |key| match key {
+            "name" => Some(0),
+            "arguments" => Some(1),
+            _ => None,
+        },
+        |scan, slot| {
+            if slot == 0 {
+                function.name = scan.string_or_null()?.map(Cow::Borrowed);
+            } else {
+                function.arguments = scan.string_unescaped_or_null()?;
+            }
+            Some(())
+        },
+        |scan, _| scan.skip_scalar(),
+    )?;
+    Some(function)
 }
 
 /// A tool call being assembled.

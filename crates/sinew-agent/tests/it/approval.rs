@@ -112,6 +112,28 @@ async fn edit_runs_the_call_with_the_new_arguments() {
     );
 }
 
+/// Resumed blind (`finish`: no event is built), an edited call runs with the new arguments, and
+/// its `after_tool_execution` hook sees them too.
+#[tokio::test]
+async fn an_edit_resumed_blind_reaches_the_tool_and_its_after_hook() {
+    let log = Log::default();
+    let (agent, _) = suspended_agent(&log);
+    let after = Log::default();
+    let seen = after.clone();
+    let mut hooks = sinew_agent::Hooks::default();
+    hooks.after_tool_execution = Some(std::sync::Arc::new(move |call: ToolCallRef<'_>, _: &ToolResult, _: bool| {
+        seen.push(format!("{} {}", call.id, call.arguments));
+    }));
+    let mut agent = agent.with_hooks(hooks);
+    agent.prompt("clean up").finish().await;
+    let outcome = agent.resume(Decisions::new().edit("d1", json!({"what": "archive"}))).unwrap().finish().await;
+    assert_eq!(outcome.final_text().as_deref(), Some("all done"));
+    assert_eq!(log.entries(), [json!({"what": "archive"}).to_string()]);
+    let mut after = after.entries();
+    after.sort();
+    assert_eq!(after, [format!("d1 {}", json!({"what": "archive"})), format!("e1 {}", json!({"text": "safe"}))]);
+}
+
 #[tokio::test]
 async fn suspension_survives_a_json_save_and_load_into_a_new_agent() {
     let log = Log::default();

@@ -299,7 +299,7 @@ async fn a_tool_gets_callbacks_only_when_something_receives_them() {
 }
 
 /// Without an observer, a finished run builds no events, and its hooks fire as before, in order,
-/// `after_tool_execution` with the arguments the tool ran with (the host's edit included).
+/// `after_tool_execution` with the arguments the tool ran with (an edit's: `approval.rs`).
 #[tokio::test]
 async fn a_run_finished_blind_fires_every_hook_with_the_real_arguments() {
     let log = Log::default();
